@@ -1,0 +1,86 @@
+"""The agent protocol.
+
+An agent is driven by the evaluation loop as::
+
+    obs, info = env.reset(seed=seed)
+    agent.reset(seed)
+    for t in range(T):
+        arm = agent.act(obs)                         # obs: (K, d) feature array of the current user
+        next_obs, reward, terminated, truncated, info = env.step(arm)
+        agent.update(obs, arm, reward, info)         # info describes the round just played
+        obs = next_obs
+
+``info`` of a step carries ``"mean_rewards"`` (K,), ``"optimal_arm"``, ``"regret"`` and, in full-information
+environments, ``"rewards"`` (K,) — the realised reward of every arm for the user just served. A bandit agent must
+only use ``reward``; full-information learners may read ``info["rewards"]``. Oracle quantities are for bookkeeping
+and for the :class:`~dpbandit.agents.baselines.Oracle` sanity agent only.
+
+To write a new agent, subclass :class:`Agent`, set ``name``, implement ``_reset_state``, ``act`` and ``update``,
+and draw every random number from ``self.rng`` (the job's ``"exploration"`` stream). Register it in
+:data:`dpbandit.agents.AGENTS` to use it from TOML configs and the CLI.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpbandit.envs.constants import BanditConstants
+from dpbandit.seeding import stream
+
+__all__ = ["Agent"]
+
+
+class Agent(abc.ABC):
+    """Base class of every agent.
+
+    Parameters
+    ----------
+    constants:
+        The environment's :class:`~dpbandit.envs.constants.BanditConstants` (K, d, T, norm bounds, ...).
+    """
+
+    #: Registry name, also the default label in results.
+    name: ClassVar[str] = "agent"
+    #: Whether the agent claims a privacy guarantee (private agents also provide ``privacy_report()``).
+    private: ClassVar[bool] = False
+
+    def __init__(self, constants: BanditConstants):
+        if not isinstance(constants, BanditConstants):
+            raise TypeError(f"constants must be a BanditConstants, got {type(constants).__name__}")
+        self.constants = constants
+        self.n_arms = constants.n_arms
+        self.dim = constants.dim
+        self.rng: np.random.Generator = stream(0, "exploration")
+        self.reset(0)
+
+    @classmethod
+    def from_env(cls, env: Any, **params: Any) -> "Agent":
+        """Build the agent for a (possibly wrapped) dpbandit environment."""
+        return cls(env.unwrapped.constants, **params)
+
+    def reset(self, seed: int | None = None) -> None:
+        """Forget everything learned and reseed the exploration stream of job ``seed``."""
+        self.rng = stream(seed, "exploration")
+        self._reset_state()
+
+    @abc.abstractmethod
+    def _reset_state(self) -> None:
+        """Set the learned state to its initial value."""
+
+    @abc.abstractmethod
+    def act(self, observation: np.ndarray) -> int:
+        """Choose an arm in ``range(K)`` for the current user's ``(K, d)`` feature array."""
+
+    @abc.abstractmethod
+    def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
+        """Learn from the round just played (``observation`` is the array passed to ``act``)."""
+
+    def privacy_report(self):
+        """The agent's privacy report, or ``None`` for a non-private agent."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(K={self.n_arms}, d={self.dim})"

@@ -1,0 +1,1 @@
+"""Gymnasium environments of dpbandit."""

@@ -1,0 +1,1 @@
+"""Running, recording and showing experiments."""

@@ -1,0 +1,126 @@
+"""Argument checks shared by every layer of dpbandit.
+
+Every public constructor and function validates its inputs *before any work starts* (no noise drawn, no round
+played) and raises a ``ValueError`` or ``TypeError`` whose message names the parameter, the accepted range and the
+offending value, e.g. ``"epsilon must be a finite number > 0, got nan"``.
+
+This module imports nothing from the rest of the package, so every subpackage may use it.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "check_real",
+    "check_int",
+    "check_choice",
+    "check_epsilon",
+    "check_delta",
+    "check_probability",
+    "check_generator",
+]
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = True,
+    high_inclusive: bool = True,
+    allow_inf: bool = False,
+) -> float:
+    """Return ``value`` as a float after checking that it is a real number in the stated interval.
+
+    Raises ``TypeError`` for non-numbers (booleans included) and ``ValueError`` for NaN, infinities (unless
+    ``allow_inf``) and values outside ``[low, high]`` (bounds exclusive where requested).
+    """
+    if _is_bool(value) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
+    x = float(value)
+    if math.isnan(x):
+        raise ValueError(f"{name} must be a number{_range_text(low, high, low_inclusive, high_inclusive)}, got nan")
+    if math.isinf(x) and not allow_inf:
+        raise ValueError(
+            f"{name} must be a finite number{_range_text(low, high, low_inclusive, high_inclusive)}, got {x}"
+        )
+    bad_low = low is not None and (x < low or (not low_inclusive and x == low))
+    bad_high = high is not None and (x > high or (not high_inclusive and x == high))
+    if bad_low or bad_high:
+        kind = "finite number" if not allow_inf else "number"
+        raise ValueError(f"{name} must be a {kind}{_range_text(low, high, low_inclusive, high_inclusive)}, got {x!r}")
+    return x
+
+
+def _range_text(low, high, low_inclusive, high_inclusive) -> str:
+    if low is not None and high is not None:
+        lb = "[" if low_inclusive else "("
+        hb = "]" if high_inclusive else ")"
+        return f" in {lb}{low:g}, {high:g}{hb}"
+    if low is not None:
+        return f" {'>=' if low_inclusive else '>'} {low:g}"
+    if high is not None:
+        return f" {'<=' if high_inclusive else '<'} {high:g}"
+    return ""
+
+
+def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as an ``int`` after checking it is an integer (not a bool, not a float) in ``[low, high]``."""
+    if _is_bool(value) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}")
+    n = int(value)
+    if (low is not None and n < low) or (high is not None and n > high):
+        if low is not None and high is not None:
+            rng = f"in [{low}, {high}]"
+        elif low is not None:
+            rng = f">= {low}"
+        else:
+            rng = f"<= {high}"
+        raise ValueError(f"{name} must be an integer {rng}, got {n}")
+    return n
+
+
+def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
+    """Check that ``value`` is one of the strings ``choices`` and return it."""
+    options = tuple(choices)
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be one of {options}, got {value!r} of type {type(value).__name__}")
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+    return value
+
+
+def check_epsilon(value: Any, name: str = "epsilon", *, allow_inf: bool = False) -> float:
+    """A privacy parameter epsilon: a finite number > 0 (``inf`` only where noise-off runs are meaningful)."""
+    return check_real(name, value, low=0.0, low_inclusive=False, allow_inf=allow_inf)
+
+
+def check_delta(value: Any, name: str = "delta", *, allow_zero: bool = True) -> float:
+    """A privacy parameter delta in [0, 1), or in (0, 1) when the mechanism needs delta > 0 (Gaussian noise)."""
+    return check_real(name, value, low=0.0, high=1.0, low_inclusive=allow_zero, high_inclusive=False)
+
+
+def check_probability(name: str, value: Any) -> float:
+    """A probability in [0, 1]."""
+    return check_real(name, value, low=0.0, high=1.0)
+
+
+def check_generator(value: Any, name: str = "rng") -> np.random.Generator:
+    """Require an explicit ``numpy.random.Generator`` (dpbandit never uses the global numpy RNG)."""
+    if not isinstance(value, np.random.Generator):
+        raise TypeError(
+            f"{name} must be a numpy.random.Generator (build one with dpbandit.seeding.stream), "
+            f"got {type(value).__name__}"
+        )
+    return value
