@@ -1,0 +1,130 @@
+"""The ``dpbandit`` command.
+
+    dpbandit run                       the default quick experiment (non-private baselines, sparse linear bandit)
+    dpbandit run --config FILE.toml    an experiment described in TOML (see dpbandit.experiment.config)
+    dpbandit plot RUN_DIR              redraw the regret plot of a finished run
+    dpbandit envs                      registered environments with their parameters
+    dpbandit agents                    available agent types
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+__all__ = ["main"]
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from dpbandit.experiment.config import DEFAULT_CONFIG, load_config
+    from dpbandit.experiment.runner import run_experiment
+
+    config = load_config(args.config or DEFAULT_CONFIG)
+    changes = {}
+    if args.seeds is not None:
+        changes["seeds"] = args.seeds
+    if args.n_jobs is not None:
+        changes["n_jobs"] = args.n_jobs
+    if args.horizon is not None:
+        changes["env_kwargs"] = {**config.env_kwargs, "horizon": args.horizon}
+    if changes:
+        config = config.replace(**changes)
+    result = run_experiment(config, out=args.out, progress=not args.no_progress)
+    with pd.option_context("display.width", 120, "display.max_columns", 20):
+        print(result.summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print(f"\nResults table: {result.table_path}")
+    print(f"Summary table: {result.run_dir / 'summary.csv'}")
+    print(f"Regret plot:   {result.plot_path}")
+    print(f"Manifest:      {result.run_dir / 'manifest.json'}")
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from dpbandit.experiment.plots import plot_regret
+
+    run_dir = Path(args.run_dir)
+    table = run_dir / "results.csv"
+    if not table.is_file():
+        raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv; pass the folder printed by 'dpbandit run'")
+    path = plot_regret(pd.read_csv(table), args.output or run_dir / "regret.png", title=args.title)
+    print(f"Regret plot: {path}")
+    return 0
+
+
+def _cmd_envs(args: argparse.Namespace) -> int:
+    from dpbandit.envs import registered_envs
+
+    for env_id, kwargs in registered_envs().items():
+        params = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        print(f"{env_id}\n    {params or '(defaults)'}")
+    return 0
+
+
+def _cmd_agents(args: argparse.Namespace) -> int:
+    from dpbandit.agents import AGENTS
+
+    for name, cls in AGENTS.items():
+        sig = inspect.signature(cls.__init__)
+        params = [str(p) for p in list(sig.parameters.values())[2:]]
+        doc = (inspect.getdoc(cls) or "").splitlines()[0] if inspect.getdoc(cls) else ""
+        kind = "private" if cls.private else "non-private"
+        print(f"{name:10s} {kind:12s} {doc}\n{'':10s} params: {', '.join(params) or '-'}")
+    return 0
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dpbandit",
+        description="Simulate differentially private contextual bandits and plot their regret.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run an experiment (default: a quick comparison of baselines)")
+    run.add_argument("--config", help="TOML experiment file (default: the packaged quick experiment)")
+    run.add_argument("--out", help="parent folder of the run directory (default: the config's 'out', 'runs')")
+    run.add_argument("--seeds", type=_positive_int, help="number of seeds (overrides the config)")
+    run.add_argument("--n-jobs", dest="n_jobs", type=_positive_int, help="parallel jobs (overrides the config)")
+    run.add_argument("--horizon", type=_positive_int, help="horizon T (overrides the config)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_run)
+
+    plot = sub.add_parser("plot", help="redraw the regret plot of a run directory")
+    plot.add_argument("run_dir", help="a folder written by 'dpbandit run'")
+    plot.add_argument("--output", help="image path (default: RUN_DIR/regret.png)")
+    plot.add_argument("--title", help="plot title")
+    plot.set_defaults(func=_cmd_plot)
+
+    envs = sub.add_parser("envs", help="list the registered environments and their parameters")
+    envs.set_defaults(func=_cmd_envs)
+
+    agents = sub.add_parser("agents", help="list the available agent types")
+    agents.set_defaults(func=_cmd_agents)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, TypeError) as exc:
+        print(f"dpbandit {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

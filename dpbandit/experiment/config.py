@@ -1,0 +1,196 @@
+"""Validated experiment configurations (Python or TOML).
+
+A configuration names one environment, a list of agents, the seeds and how to record::
+
+    name = "quick"
+    seeds = 5                  # an int n means seeds 0..n-1; or an explicit list [0, 7, 11]
+    n_jobs = 2                 # parallel (agent, seed) jobs; 1 runs in this process
+    checkpoints = 100          # number of recorded rounds (log- and linearly spaced), or "all"
+    out = "runs"               # parent folder of the run directory
+
+    [env]
+    id = "dpbandit/SparseLinear-v0"
+    horizon = 2000             # any other keyword of the environment may follow
+
+    [[agents]]
+    type = "linucb"            # a name of dpbandit.agents.AGENTS
+    label = "LinUCB a=1"       # optional; defaults to the type
+    alpha = 1.0                # the agent's hyperparameters
+
+Everything is checked when the configuration is built, before any job starts: unknown keys, wrong types, unknown
+environment ids or agent types, and invalid hyperparameters (each agent is built once on the environment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dpbandit.validation import check_int
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = ["AgentSpec", "ExperimentConfig", "load_config", "DEFAULT_CONFIG"]
+
+#: The packaged default experiment run by ``dpbandit run`` without ``--config``.
+DEFAULT_CONFIG = Path(__file__).with_name("configs") / "quick.toml"
+
+_TOP_KEYS = {"name", "seeds", "n_jobs", "checkpoints", "out", "env", "agents"}
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent of an experiment: registry ``type``, result ``label`` and hyperparameters."""
+
+    type: str
+    label: str = ""
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if not isinstance(self.type, str) or not self.type:
+            raise TypeError(f"agent type must be a non-empty string, got {self.type!r}")
+        if not isinstance(self.label, str):
+            raise TypeError(f"agent label must be a string, got {self.label!r}")
+        if not self.label:
+            object.__setattr__(self, "label", self.type)
+        object.__setattr__(self, "params", dict(self.params))
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """A whole experiment: one environment, several agents, several seeds.
+
+    ``checkpoints`` is the number of recorded rounds (``None`` records every round).
+    """
+
+    env_id: str
+    env_kwargs: Mapping[str, Any]
+    agents: tuple[AgentSpec, ...]
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    n_jobs: int = 1
+    checkpoints: int | None = 100
+    name: str = "experiment"
+    out: str = "runs"
+
+    def __post_init__(self):
+        if not isinstance(self.env_id, str) or not self.env_id:
+            raise TypeError(f"env id must be a non-empty string, got {self.env_id!r}")
+        object.__setattr__(self, "env_kwargs", dict(self.env_kwargs))
+        agents = tuple(a if isinstance(a, AgentSpec) else _agent_from_mapping(a, i) for i, a in enumerate(self.agents))
+        if not agents:
+            raise ValueError("agents must list at least one agent")
+        labels = [a.label for a in agents]
+        duplicates = sorted({x for x in labels if labels.count(x) > 1})
+        if duplicates:
+            raise ValueError(f"agent labels must be unique; give each a distinct 'label', duplicated: {duplicates}")
+        object.__setattr__(self, "agents", agents)
+        object.__setattr__(self, "seeds", _parse_seeds(self.seeds))
+        check_int("n_jobs", self.n_jobs, low=1)
+        if self.checkpoints is not None:
+            check_int("checkpoints", self.checkpoints, low=2)
+        if not isinstance(self.name, str) or not self.name or "/" in self.name:
+            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+        if not isinstance(self.out, str) or not self.out:
+            raise TypeError(f"out must be a non-empty path string, got {self.out!r}")
+
+    def to_dict(self) -> dict:
+        """A JSON-able dictionary in the TOML layout (round-trips through :meth:`from_dict`)."""
+        return {
+            "name": self.name,
+            "seeds": list(self.seeds),
+            "n_jobs": self.n_jobs,
+            "checkpoints": "all" if self.checkpoints is None else self.checkpoints,
+            "out": self.out,
+            "env": {"id": self.env_id, **self.env_kwargs},
+            "agents": [{"type": a.type, "label": a.label, **a.params} for a in self.agents],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ExperimentConfig":
+        """Build from the TOML layout documented in this module."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"config must be a table/mapping, got {type(data).__name__}")
+        unknown = sorted(set(data) - _TOP_KEYS)
+        if unknown:
+            raise ValueError(f"unknown config keys {unknown}; accepted keys are {sorted(_TOP_KEYS)}")
+        env = data.get("env")
+        if not isinstance(env, Mapping) or "id" not in env:
+            raise ValueError("config needs an [env] table with an 'id' key, e.g. id = \"dpbandit/SparseLinear-v0\"")
+        agents = data.get("agents")
+        if not isinstance(agents, Sequence) or isinstance(agents, (str, bytes)) or not agents:
+            raise ValueError("config needs at least one [[agents]] table with a 'type' key")
+        checkpoints = data.get("checkpoints", 100)
+        if checkpoints == "all":
+            checkpoints = None
+        env_kwargs = {k: v for k, v in env.items() if k != "id"}
+        return cls(
+            env_id=env["id"],
+            env_kwargs=env_kwargs,
+            agents=tuple(_agent_from_mapping(a, i) for i, a in enumerate(agents)),
+            seeds=data.get("seeds", 5),
+            n_jobs=data.get("n_jobs", 1),
+            checkpoints=checkpoints,
+            name=data.get("name", "experiment"),
+            out=data.get("out", "runs"),
+        )
+
+    def replace(self, **changes: Any) -> "ExperimentConfig":
+        return dataclasses.replace(self, **changes)
+
+    def validate(self) -> None:
+        """Build the environment and every agent once, so bad ids or hyperparameters fail before any job runs."""
+        import gymnasium
+
+        from dpbandit.agents import make_agent
+
+        try:
+            env = gymnasium.make(self.env_id, **self.env_kwargs)
+        except gymnasium.error.Error as exc:
+            raise ValueError(f"env id {self.env_id!r} cannot be made: {exc}") from exc
+        try:
+            for spec in self.agents:
+                make_agent(spec.type, env, **spec.params)
+        finally:
+            env.close()
+
+
+def _agent_from_mapping(data: Any, index: int) -> AgentSpec:
+    if isinstance(data, str):
+        return AgentSpec(type=data)
+    if not isinstance(data, Mapping) or "type" not in data:
+        raise ValueError(f"agents[{index}] must be a table with a 'type' key, got {data!r}")
+    params = {k: v for k, v in data.items() if k not in ("type", "label")}
+    return AgentSpec(type=data["type"], label=data.get("label", ""), params=params)
+
+
+def _parse_seeds(seeds: Any) -> tuple[int, ...]:
+    if isinstance(seeds, bool):
+        raise TypeError(f"seeds must be a positive integer or a list of integers >= 0, got {seeds!r}")
+    if isinstance(seeds, int):
+        n = check_int("seeds", seeds, low=1)
+        return tuple(range(n))
+    if isinstance(seeds, (list, tuple)) and seeds:
+        values = tuple(check_int(f"seeds[{i}]", s, low=0) for i, s in enumerate(seeds))
+        if len(set(values)) != len(values):
+            raise ValueError(f"seeds must not repeat, got {list(values)}")
+        return values
+    raise TypeError(f"seeds must be a positive integer or a non-empty list of integers >= 0, got {seeds!r}")
+
+
+def load_config(path: str | Path) -> ExperimentConfig:
+    """Read and validate a TOML experiment file (see the module docstring for the layout)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"config file {str(path)!r} does not exist")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
+    return ExperimentConfig.from_dict(data)

@@ -1,0 +1,44 @@
+"""Seaborn figures of experiment results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never needs a display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from dpbandit.experiment.results import regret_bands  # noqa: E402
+
+__all__ = ["plot_regret"]
+
+
+def plot_regret(frame: pd.DataFrame, path: str | Path, *, title: str | None = None, level: float = 0.95) -> Path:
+    """Mean cumulative regret against t per agent, with Student-t ``level`` confidence bands across seeds.
+
+    ``frame`` is a tidy result table (:data:`dpbandit.experiment.results.COLUMNS`). Returns the written path.
+    """
+    bands = regret_bands(frame, level)
+    agents = list(dict.fromkeys(frame["agent"]))
+    palette = dict(zip(agents, sns.color_palette("colorblind", len(agents))))
+    seeds = frame.groupby("agent")["seed"].nunique()
+    sns.set_theme(style="whitegrid", context="notebook")
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for agent in agents:
+        b = bands[bands["agent"] == agent]
+        sns.lineplot(x=b["t"], y=b["mean"], ax=ax, color=palette[agent], label=f"{agent} (n={seeds[agent]})")
+        ax.fill_between(b["t"], b["low"], b["high"], color=palette[agent], alpha=0.2, linewidth=0)
+    ax.set_xlabel("round t")
+    ax.set_ylabel("cumulative pseudo-regret")
+    ax.set_title(title or f"mean cumulative regret, {int(level * 100)}% CI across seeds")
+    ax.legend(loc="upper left", fontsize="small")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

@@ -1,0 +1,144 @@
+"""Tidy result tables, confidence intervals, atomic files and the run manifest.
+
+The tidy table has one row per (env_id, agent, seed, t) at the recorded rounds, with columns
+
+``env_id, agent, seed, t, reward, regret, cumulative_reward, cumulative_regret``
+
+where ``reward`` and ``regret`` are those of round ``t`` (pseudo-regret: best expected reward minus the chosen arm's
+expected reward) and the cumulative columns sum rounds ``1..t``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from dpbandit.validation import check_int
+
+__all__ = [
+    "COLUMNS",
+    "checkpoint_rounds",
+    "mean_ci",
+    "regret_bands",
+    "summary_table",
+    "write_atomic",
+    "write_json_atomic",
+    "package_versions",
+]
+
+COLUMNS = ("env_id", "agent", "seed", "t", "reward", "regret", "cumulative_reward", "cumulative_regret")
+
+
+def checkpoint_rounds(horizon: int, n: int | None) -> np.ndarray:
+    """Rounds (1-based, increasing, always including 1 and T) at which a run is recorded.
+
+    ``n=None`` records every round; otherwise about ``n`` rounds, half log-spaced (for log axes) and half linearly
+    spaced (for linear axes).
+    """
+    horizon = check_int("horizon", horizon, low=1)
+    if n is None or n >= horizon:
+        return np.arange(1, horizon + 1)
+    n = check_int("checkpoints", n, low=2)
+    log_part = np.geomspace(1, horizon, max(n // 2, 2))
+    lin_part = np.linspace(1, horizon, max(n - n // 2, 2))
+    return np.unique(np.rint(np.concatenate([log_part, lin_part])).astype(np.int64))
+
+
+def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Mean and half-width of the Student-t confidence interval at ``level`` (half-width 0 for one value)."""
+    values = np.asarray(values, dtype=float)
+    n = values.size
+    mean = float(values.mean())
+    if n < 2:
+        return mean, 0.0
+    sem = float(values.std(ddof=1)) / np.sqrt(n)
+    return mean, float(stats.t.ppf(0.5 + level / 2, n - 1) * sem)
+
+
+def regret_bands(frame: pd.DataFrame, level: float = 0.95, value: str = "cumulative_regret") -> pd.DataFrame:
+    """Per (agent, t): mean of ``value`` across seeds with Student-t ``level`` confidence bounds ``low``/``high``."""
+    grouped = frame.groupby(["agent", "t"], sort=True)[value]
+    out = grouped.agg(mean="mean", std="std", n="count").reset_index()
+    tq = stats.t.ppf(0.5 + level / 2, np.maximum(out["n"] - 1, 1))
+    half = np.where(out["n"] > 1, tq * out["std"].fillna(0.0) / np.sqrt(out["n"]), 0.0)
+    out["low"] = out["mean"] - half
+    out["high"] = out["mean"] + half
+    return out
+
+
+def summary_table(frame: pd.DataFrame, timings: pd.DataFrame | None = None, level: float = 0.95) -> pd.DataFrame:
+    """Final cumulative regret per agent: mean, 95% CI half-width, std, seeds; time per round if ``timings``.
+
+    ``timings`` has columns ``agent, seed, seconds, rounds`` (one row per job).
+    """
+    last = frame.loc[frame.groupby(["agent", "seed"])["t"].idxmax()]
+    rows = []
+    for agent, group in last.groupby("agent", sort=False):
+        mean, half = mean_ci(group["cumulative_regret"].to_numpy(), level)
+        rows.append(
+            {
+                "agent": agent,
+                "horizon": int(group["t"].max()),
+                "seeds": int(group["seed"].nunique()),
+                "final_regret_mean": mean,
+                "final_regret_ci95": half,
+                "final_regret_std": float(group["cumulative_regret"].std(ddof=1)) if len(group) > 1 else 0.0,
+            }
+        )
+    table = pd.DataFrame(rows)
+    if timings is not None and len(timings):
+        per_round = timings.assign(us_per_round=1e6 * timings["seconds"] / timings["rounds"])
+        table = table.merge(per_round.groupby("agent")["us_per_round"].mean().reset_index(), on="agent", how="left")
+    return table.sort_values("final_regret_mean", kind="stable").reset_index(drop=True)
+
+
+def write_atomic(path: str | Path, write: Any) -> Path:
+    """Write a file atomically: ``write(tmp_path)`` fills a temporary file that is then renamed onto ``path``.
+
+    A reader (or a run killed mid-write) never sees a partial file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json_atomic(path: str | Path, data: Any) -> Path:
+    return write_atomic(path, lambda p: p.write_text(json.dumps(data, indent=2, default=_json_default) + "\n"))
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, Path):
+        return str(obj)
+    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
+
+
+def package_versions() -> dict[str, str]:
+    """Versions of Python and of the packages that determine a run's numbers."""
+    versions = {"python": platform.python_version()}
+    for name in ("dpbandit", "numpy", "scipy", "gymnasium", "pandas", "scikit-learn", "dp-accounting"):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions

@@ -1,0 +1,116 @@
+import json
+
+import gymnasium
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpbandit.agents import make_agent
+from dpbandit.experiment.config import AgentSpec, ExperimentConfig
+from dpbandit.experiment.results import COLUMNS, checkpoint_rounds, mean_ci
+from dpbandit.experiment.runner import run_experiment, simulate
+
+
+def _config(**changes):
+    base = dict(
+        env_id="dpbandit/SparseLinear-v0",
+        env_kwargs={"horizon": 200, "dim": 10},
+        agents=(AgentSpec("random"), AgentSpec("egreedy", params={"epsilon": 0.1})),
+        seeds=2,
+        checkpoints=20,
+        name="t",
+    )
+    base.update(changes)
+    return ExperimentConfig(**base)
+
+
+def test_checkpoints_cover_first_and_last_round():
+    rounds = checkpoint_rounds(10_000, 100)
+    assert rounds[0] == 1 and rounds[-1] == 10_000
+    assert np.all(np.diff(rounds) > 0)
+    assert 80 <= rounds.size <= 100
+    assert np.array_equal(checkpoint_rounds(7, None), np.arange(1, 8))
+
+
+def test_mean_ci_matches_t_interval():
+    mean, half = mean_ci(np.array([1.0, 2.0, 3.0, 4.0]))
+    assert mean == 2.5
+    assert half == pytest.approx(3.182446305 * np.std([1, 2, 3, 4], ddof=1) / 2, rel=1e-8)
+
+
+def test_simulate_records_cumulative_regret_consistently():
+    env = gymnasium.make("dpbandit/SparseLinear-v0", horizon=300, dim=8)
+    agent = make_agent("random", env)
+    frame = simulate(env, agent, seed=3, checkpoints=None)
+    assert list(frame["t"]) == list(range(1, 301))
+    assert np.allclose(np.cumsum(frame["regret"]), frame["cumulative_regret"])
+    assert np.allclose(np.cumsum(frame["reward"]), frame["cumulative_reward"])
+    assert (frame["regret"] >= 0).all()
+
+
+def test_oracle_has_zero_regret():
+    env = gymnasium.make("dpbandit/SparseLinear-v0", horizon=500)
+    frame = simulate(env, make_agent("oracle", env), seed=0)
+    assert frame["cumulative_regret"].iloc[-1] == 0.0
+
+
+def test_same_seed_same_table_and_different_seeds_differ():
+    a = run_experiment(_config(), out=False, progress=False).results
+    b = run_experiment(_config(), out=False, progress=False).results
+    pd.testing.assert_frame_equal(a, b)
+    assert list(a.columns) == list(COLUMNS)
+    s0 = a[(a.agent == "random") & (a.seed == 0)]["cumulative_regret"].to_numpy()
+    s1 = a[(a.agent == "random") & (a.seed == 1)]["cumulative_regret"].to_numpy()
+    assert not np.allclose(s0, s1)
+
+
+def test_parallel_equals_sequential():
+    seq = run_experiment(_config(n_jobs=1), out=False, progress=False).results
+    par = run_experiment(_config(n_jobs=2), out=False, progress=False).results
+    pd.testing.assert_frame_equal(seq, par)
+
+
+def test_run_directory_layout(tmp_path):
+    result = run_experiment(_config(), out=tmp_path, progress=False)
+    run_dir = result.run_dir
+    assert run_dir.parent == tmp_path
+    for name in ("results.csv", "summary.csv", "regret.png", "manifest.json"):
+        assert (run_dir / name).is_file(), name
+    assert len(list((run_dir / "jobs").glob("*.csv"))) == 4
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "complete"
+    assert manifest["config"]["seeds"] == [0, 1]
+    assert set(manifest["seconds_per_agent"]) == {"random", "egreedy"}
+    assert "numpy" in manifest["versions"]
+    table = pd.read_csv(run_dir / "results.csv")
+    assert len(table) == len(result.results)
+    summary = pd.read_csv(run_dir / "summary.csv")
+    assert set(summary["agent"]) == {"random", "egreedy"}
+    assert (summary["us_per_round"] > 0).all()
+
+
+def test_interrupted_run_keeps_finished_jobs(tmp_path, monkeypatch):
+    """A job that crashes does not lose the jobs that finished before it."""
+    from dpbandit.experiment import runner
+
+    real_simulate = runner.simulate
+
+    def crashing_simulate(env, agent, seed, checkpoints=None):
+        if seed == 1:
+            raise KeyboardInterrupt
+        return real_simulate(env, agent, seed, checkpoints)
+
+    monkeypatch.setattr(runner, "simulate", crashing_simulate)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(_config(agents=(AgentSpec("random"),)), out=tmp_path, progress=False)
+    (run_dir,) = tmp_path.iterdir()
+    jobs = sorted(p.name for p in (run_dir / "jobs").iterdir())
+    assert jobs == ["00-random__seed0.csv", "00-random__seed0.json"]
+    assert json.loads((run_dir / "manifest.json").read_text())["status"] == "running"
+
+
+def test_bad_config_fails_before_any_job(tmp_path):
+    config = _config(agents=(AgentSpec("random"), AgentSpec("linucb", params={"alpha": -2.0})))
+    with pytest.raises((ValueError, TypeError), match="alpha"):
+        run_experiment(config, out=tmp_path, progress=False)
+    assert list(tmp_path.iterdir()) == []
