@@ -1,0 +1,130 @@
+"""Continual-release trees: cost per item and memory. Prints JSON; not a test.
+
+Workload: ``add_and_release`` of d-dimensional items with Gaussian node noise (vanilla tree, Honaker tree, window
+tree W = 1024), d = 1,000 and 10,000, against the baseline of one vector addition plus one noise draw of size d
+(``total += v; z = sigma * rng.standard_normal(d)``). Target: within 3x of the baseline.
+Memory: the tree's state at T = 1e6 (O(d log T) target): bytes held by its arrays and the tracemalloc peak while
+items are added, against ``d * log2(T) * 8`` bytes.
+
+    python benchmarks/tree_benchmark.py [--items 4096] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import time
+import tracemalloc
+
+import numpy as np
+
+from dpbandit.privacy.noise import GaussianNoise
+from dpbandit.privacy.tree import TreeAggregator
+from dpbandit.privacy.window import WindowTree
+
+DIMS = (1_000, 10_000)
+TARGET_RATIO = 3.0
+MEMORY_HORIZON = 10**6
+
+
+def best_seconds_per_item(run, items: int, repeats: int) -> float:
+    return min(run() for _ in range(repeats)) / items
+
+
+def baseline(d: int, items: int, repeats: int) -> float:
+    x = np.random.default_rng(1).normal(size=(items, d))
+
+    def run() -> float:
+        rng = np.random.default_rng(0)
+        total = np.zeros(d)
+        start = time.perf_counter()
+        for v in x:
+            total += v
+            _ = 2.0 * rng.standard_normal(d)
+        return time.perf_counter() - start
+
+    return best_seconds_per_item(run, items, repeats)
+
+
+def mechanism(make, d: int, items: int, repeats: int) -> float:
+    x = np.random.default_rng(1).normal(size=(items, d))
+
+    def run() -> float:
+        tree = make(d, items)
+        start = time.perf_counter()
+        for v in x:
+            tree.add_and_release(v)
+        return time.perf_counter() - start
+
+    return best_seconds_per_item(run, items, repeats)
+
+
+MECHANISMS = {
+    "tree (vanilla)": lambda d, T: TreeAggregator(d, T, GaussianNoise(2.0), np.random.default_rng(0)),
+    "tree (Honaker)": lambda d, T: TreeAggregator(d, T, GaussianNoise(2.0), np.random.default_rng(0), honaker=True),
+    "window tree (W=1024)": lambda d, T: WindowTree(d, 1024, GaussianNoise(2.0), np.random.default_rng(0)),
+}
+
+
+def memory(d: int, items: int) -> dict:
+    x = np.random.default_rng(1).normal(size=d)
+    tracemalloc.start()
+    tree = TreeAggregator(d, MEMORY_HORIZON, GaussianNoise(2.0), np.random.default_rng(0))
+    for _ in range(items):
+        tree.add_and_release(x)
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    reference = d * math.log2(MEMORY_HORIZON) * 8
+    return {
+        "horizon": MEMORY_HORIZON,
+        "depth": tree.depth,
+        "state_bytes": tree.nbytes,
+        "traced_current_bytes": current,
+        "traced_peak_bytes": peak,
+        "d_log2T_8_bytes": round(reference),
+        "state_over_d_log2T_8": round(tree.nbytes / reference, 3),
+        "peak_over_d_log2T_8": round(peak / reference, 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=4096)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    results = {}
+    for d in DIMS:
+        base = baseline(d, args.items, args.repeats)
+        entry = {"baseline_us_per_item": round(base * 1e6, 2)}
+        for name, make in MECHANISMS.items():
+            per_item = mechanism(make, d, args.items, args.repeats)
+            ratio = per_item / base
+            entry[name] = {
+                "us_per_item": round(per_item * 1e6, 2),
+                "ratio_to_baseline": round(ratio, 2),
+                "meets_target": ratio <= TARGET_RATIO,
+            }
+        entry["memory_T=1e6"] = memory(d, min(args.items, 2048))
+        results[f"d={d}"] = entry
+    print(
+        json.dumps(
+            {
+                "benchmark": "tree_benchmark",
+                "items": args.items,
+                "repeats": args.repeats,
+                "target_ratio": TARGET_RATIO,
+                "python": platform.python_version(),
+                "numpy": np.__version__,
+                "cpus": os.cpu_count(),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
