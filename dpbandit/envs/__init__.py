@@ -1,1 +1,44 @@
-"""Gymnasium environments of dpbandit."""
+"""Gymnasium environments of dpbandit.
+
+Importing this package registers the presets of :mod:`dpbandit.envs.presets` under the ``dpbandit/``
+namespace (idempotent), so that ``gymnasium.make("dpbandit/SparseLinear-v0", horizon=500)`` works.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium
+
+from dpbandit.envs.constants import BanditConstants
+from dpbandit.envs.glm import GLMBanditEnv, default_kwargs
+from dpbandit.envs.presets import PRESETS
+
+__all__ = ["BanditConstants", "GLMBanditEnv", "PRESETS", "register_presets", "registered_envs"]
+
+_ENTRY_POINT = "dpbandit.envs.glm:GLMBanditEnv"
+_NAMESPACE = "dpbandit"
+
+
+def register_presets() -> None:
+    """Register every preset with ``gymnasium.register``; ids already registered are left unchanged."""
+    for env_id, kwargs in PRESETS.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=_ENTRY_POINT, kwargs=dict(kwargs))
+
+
+def registered_envs() -> dict[str, dict[str, Any]]:
+    """Every registered ``dpbandit/`` id -> the keyword arguments ``gymnasium.make(id)`` uses.
+
+    For :class:`GLMBanditEnv` presets the dict is complete: the constructor defaults overlaid by the preset.
+    """
+    envs = {}
+    for env_id, spec in sorted(gymnasium.registry.items()):
+        if spec.namespace != _NAMESPACE:
+            continue
+        base = default_kwargs() if spec.entry_point in (_ENTRY_POINT, GLMBanditEnv) else {}
+        envs[env_id] = {**base, **spec.kwargs}
+    return envs
+
+
+register_presets()
