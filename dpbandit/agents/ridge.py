@@ -22,6 +22,7 @@ Shapes (K arms, dimension d):
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg.blas import dger
 
 from dpbandit.validation import check_choice, check_int, check_real
 
@@ -31,8 +32,33 @@ __all__ = ["RidgeState", "STRUCTURES"]
 STRUCTURES: tuple[str, ...] = ("disjoint", "shared")
 
 
+def _subtract_outer_numpy(W: np.ndarray, c: np.ndarray, u: np.ndarray) -> None:
+    np.subtract(W, np.multiply.outer(c, u), out=W)
+
+
+def _subtract_outer_blas(W: np.ndarray, c: np.ndarray, u: np.ndarray) -> None:
+    # BLAS dger on the Fortran-ordered transpose updates the C-ordered W in place, without the (d+1, d)
+    # temporary of the numpy form (about 5x faster at d = 200).
+    dger(-1.0, u, c, a=W.T, overwrite_a=1)
+
+
+def _blas_updates_in_place() -> bool:
+    """Whether this scipy build's ``dger`` really overwrites its argument (checked once, at import)."""
+    W = np.arange(6.0).reshape(3, 2)
+    _subtract_outer_blas(W, np.ones(3), np.ones(2))
+    return bool(np.array_equal(W, np.arange(6.0).reshape(3, 2) - 1.0))
+
+
+#: ``W -= outer(c, u)`` in place for a C-contiguous float64 matrix W.
+subtract_outer = _subtract_outer_blas if _blas_updates_in_place() else _subtract_outer_numpy
+
+
 class RidgeState:
     """Ridge estimates of ``theta`` with Sherman–Morrison updates of the inverse Gram matrix.
+
+    Internally every model is a slice ``W[m]`` of one buffer of shape (M, d+1, d), M = K (disjoint) or 1
+    (shared): its first d rows hold ``A_m^{-1}`` and its last row ``theta_m``, so one matrix product with a feature
+    vector yields both ``A^{-1} x`` and ``x^T theta``, and one rank-one update changes both.
 
     Parameters
     ----------
@@ -42,6 +68,17 @@ class RidgeState:
         ``"disjoint"`` (one model per arm) or ``"shared"`` (one model for all arms).
     lam:
         Regulariser lam > 0 (the initial Gram matrix is ``lam * I``).
+
+    Attributes
+    ----------
+    A_inv:
+        Inverse Gram matrices, (K, d, d) disjoint or (d, d) shared (a view into ``W``).
+    theta:
+        Ridge estimates ``A^{-1} b``, (K, d) disjoint or (d,) shared (a view into ``W``).
+    b:
+        Response sums ``sum_s y_s x_s``, (K, d) disjoint or (d,) shared.
+    counts:
+        Number of samples per model, (K,) disjoint or (1,) shared.
     """
 
     def __init__(self, n_arms: int, dim: int, structure: str, lam: float = 1.0):
@@ -50,22 +87,43 @@ class RidgeState:
         self.structure = check_choice("structure", structure, STRUCTURES)
         self.lam = check_real("lam", lam, low=0.0, low_inclusive=False)
         self.disjoint = self.structure == "disjoint"
-        models = (self.n_arms,) if self.disjoint else ()
-        self.A_inv = np.empty(models + (self.dim, self.dim))
-        self.b = np.empty(models + (self.dim,))
-        self.theta = np.empty(models + (self.dim,))
-        #: Number of samples per model: (K,) disjoint, (1,) shared.
-        self.counts = np.empty(self.n_arms if self.disjoint else 1, dtype=np.int64)
+        n_models, d = (self.n_arms if self.disjoint else 1), self.dim
+        self.W = np.empty((n_models, d + 1, d))
+        self._b = np.empty((n_models, d))
+        self.counts = np.empty(n_models, dtype=np.int64)
         self.reset()
+
+    # Views without the model axis in the shared structure; properties (not stored views) so that copies and
+    # pickles of the state stay consistent.
+    @property
+    def A_inv(self) -> np.ndarray:
+        return self.W[:, : self.dim, :] if self.disjoint else self.W[0, : self.dim, :]
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.W[:, self.dim, :] if self.disjoint else self.W[0, self.dim, :]
+
+    @property
+    def b(self) -> np.ndarray:
+        return self._b if self.disjoint else self._b[0]
 
     def reset(self) -> None:
         """Back to the prior: ``A^{-1} = I / lam``, ``b = theta = 0``."""
         self.A_inv[...] = np.eye(self.dim) / self.lam
-        self.b.fill(0.0)
         self.theta.fill(0.0)
+        self.b.fill(0.0)
         self.counts.fill(0)
 
     # ------------------------------------------------------------------ queries
+    def products(self, observation: np.ndarray) -> np.ndarray:
+        """``R[a] = (A_a^{-1} x_a, x_a^T theta_a)`` for every arm; (K, d) -> (K, d+1).
+
+        ``R[:, :d]`` holds ``A^{-1} x_a`` (A^{-1} is symmetric) and ``R[:, d]`` the estimated means.
+        """
+        if self.disjoint:
+            return np.matmul(self.W, observation[:, :, None])[:, :, 0]
+        return observation @ self.W[0].T
+
     def predict(self, observation: np.ndarray) -> np.ndarray:
         """Estimated means ``x_a^T theta_hat_a`` (disjoint) or ``x_a^T theta_hat`` (shared); (K, d) -> (K,)."""
         if self.disjoint:
@@ -74,35 +132,28 @@ class RidgeState:
 
     def widths(self, observation: np.ndarray) -> np.ndarray:
         """Confidence widths ``||x_a||_{A^{-1}} = sqrt(x_a^T A^{-1} x_a)`` per arm; (K, d) -> (K,)."""
-        return np.sqrt(self._quadratic_forms(observation)[0])
-
-    def _quadratic_forms(self, observation: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(x_a^T A^{-1} x_a for each a, U)`` with ``U[a] = A_a^{-1} x_a``, shape ((K,), (K, d))."""
-        if self.disjoint:
-            U = np.matmul(self.A_inv, observation[:, :, None])[:, :, 0]
-        else:
-            U = observation @ self.A_inv  # A^{-1} is symmetric: row a is A^{-1} x_a
-        return np.einsum("kd,kd->k", U, observation), U
+        U = self.products(observation)[:, : self.dim]
+        return np.sqrt(np.einsum("kd,kd->k", U, observation))
 
     # ------------------------------------------------------------------ learning
     def update(self, x: np.ndarray, y: float, arm: int = 0) -> None:
-        """Add the sample ``(x, y)`` to arm ``arm``'s model (the only model when shared); x has shape (d,)."""
+        """Add the sample ``(x, y)`` to arm ``arm``'s model (the only model when shared); x has shape (d,).
+
+        Sherman–Morrison on ``A^{-1}`` and the recursive-least-squares step on ``theta`` together, as one
+        rank-one update of ``W``: O(d^2).
+        """
         if not 0 <= arm < self.n_arms:
             raise ValueError(f"arm must be an integer in [0, {self.n_arms - 1}], got {arm!r}")
+        d = self.dim
         m = arm if self.disjoint else 0
-        A_inv = self.A_inv[m] if self.disjoint else self.A_inv
-        u = A_inv @ x
-        self._rank_one(m, A_inv, x, float(y), u)
-
-    def _rank_one(self, m: int, A_inv: np.ndarray, x: np.ndarray, y: float, u: np.ndarray) -> None:
-        """Sherman–Morrison step for model ``m`` given ``u = A_inv @ x`` (in-place, O(d^2))."""
-        theta = self.theta[m] if self.disjoint else self.theta
-        b = self.b[m] if self.disjoint else self.b
+        W = self.W[m]
+        r = W @ x  # (A^{-1} x, x^T theta)
+        u = r[:d]
         scale = 1.0 / (1.0 + x @ u)
-        residual = y - x @ theta
-        A_inv -= np.multiply.outer(u * scale, u)
-        theta += u * (residual * scale)
-        b += y * x
+        c = r * scale
+        c[d] = (r[d] - y) * scale
+        subtract_outer(W, c, u)
+        self._b[m] += y * x
         self.counts[m] += 1
 
     # ------------------------------------------------------------------ reference
