@@ -1,7 +1,8 @@
 """The ``dpbandit`` command.
 
     dpbandit run                       the default quick experiment (non-private baselines, sparse linear bandit)
-    dpbandit run --config FILE.toml    an experiment described in TOML (see dpbandit.experiment.config)
+    dpbandit run --config FILE.toml    an experiment described in TOML (see dpbandit.experiment.config);
+                                       re-running it resumes (finished jobs are kept), --fresh starts over
     dpbandit plot RUN_DIR              redraw the regret plot of a finished run
     dpbandit envs                      registered environments with their parameters
     dpbandit agents                    available agent types
@@ -20,7 +21,7 @@ __all__ = ["main"]
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dpbandit.experiment.config import DEFAULT_CONFIG, load_config
+    from dpbandit.experiment.config import DEFAULT_CONFIG, EnvSpec, load_config
     from dpbandit.experiment.runner import run_experiment
 
     config = load_config(args.config or DEFAULT_CONFIG)
@@ -30,10 +31,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.n_jobs is not None:
         changes["n_jobs"] = args.n_jobs
     if args.horizon is not None:
-        changes["env_kwargs"] = {**config.env_kwargs, "horizon": args.horizon}
+        changes["envs"] = tuple(EnvSpec(e.id, {**e.kwargs, "horizon": args.horizon}, e.label) for e in config.envs)
     if changes:
         config = config.replace(**changes)
-    result = run_experiment(config, out=args.out, progress=not args.no_progress)
+    result = run_experiment(
+        config,
+        out=args.out,
+        progress=not args.no_progress,
+        fresh=args.fresh,
+        backend=args.backend,
+        dask_address=args.dask_address,
+    )
+    if result.resumed_jobs:
+        print(f"Resumed: {result.resumed_jobs} finished job(s) read back from {result.run_dir / 'jobs'}")
     with pd.option_context("display.width", 120, "display.max_columns", 20):
         print(result.summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     print(f"\nResults table: {result.table_path}")
@@ -100,6 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--n-jobs", dest="n_jobs", type=_positive_int, help="parallel jobs (overrides the config)")
     run.add_argument("--horizon", type=_positive_int, help="horizon T (overrides the config)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--fresh", action="store_true", help="discard an earlier run of this name instead of resuming it"
+    )
+    run.add_argument("--backend", choices=("local", "dask"), default="local", help="where jobs run (default: local)")
+    run.add_argument("--dask-address", dest="dask_address", help="dask.distributed scheduler address (--backend dask)")
     run.set_defaults(func=_cmd_run)
 
     plot = sub.add_parser("plot", help="redraw the regret plot of a run directory")

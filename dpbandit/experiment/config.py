@@ -12,18 +12,30 @@ A configuration names one environment, a list of agents, the seeds and how to re
     id = "dpbandit/SparseLinear-v0"
     horizon = 2000             # any other keyword of the environment may follow
 
+    # or, for a sweep over several environments, a list of tables (each may carry a label):
+    # [[envs]]
+    # id = "dpbandit/SparseLinear-v0"
+    # label = "d=100"
+    # dim = 100
+
     [[agents]]
     type = "linucb"            # a name of dpbandit.agents.AGENTS
     label = "LinUCB a=1"       # optional; defaults to the type
     alpha = 1.0                # the agent's hyperparameters
 
 Everything is checked when the configuration is built, before any job starts: unknown keys, wrong types, unknown
-environment ids or agent types, and invalid hyperparameters (each agent is built once on the environment).
+environment ids or agent types, and invalid hyperparameters (each agent is built once on each environment).
+
+A configuration expands to (environment, agent, seed) jobs. Its :meth:`ExperimentConfig.config_hash` covers
+everything that determines the results (environments, agents, seeds, checkpoints, name) and not how they are
+computed (``n_jobs``, ``out``), so a resumed run can tell whether it is still the same experiment.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,12 +49,30 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["AgentSpec", "ExperimentConfig", "load_config", "DEFAULT_CONFIG"]
+__all__ = ["AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "DEFAULT_CONFIG"]
 
 #: The packaged default experiment run by ``dpbandit run`` without ``--config``.
 DEFAULT_CONFIG = Path(__file__).with_name("configs") / "quick.toml"
 
-_TOP_KEYS = {"name", "seeds", "n_jobs", "checkpoints", "out", "env", "agents"}
+_TOP_KEYS = {"name", "seeds", "n_jobs", "checkpoints", "out", "env", "envs", "agents"}
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """One environment of an experiment: registered ``id``, result ``label`` and keyword arguments."""
+
+    id: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.id, str) or not self.id:
+            raise TypeError(f"env id must be a non-empty string, got {self.id!r}")
+        if not isinstance(self.label, str):
+            raise TypeError(f"env label must be a string, got {self.label!r}")
+        if not self.label:
+            object.__setattr__(self, "label", self.id)
+        object.__setattr__(self, "kwargs", dict(self.kwargs))
 
 
 @dataclass(frozen=True)
@@ -65,31 +95,41 @@ class AgentSpec:
 
 @dataclass(frozen=True)
 class ExperimentConfig:
-    """A whole experiment: one environment, several agents, several seeds.
+    """A whole experiment: environments × agents × seeds.
 
+    Give one environment as ``env_id`` + ``env_kwargs`` or several as ``envs`` (a sequence of :class:`EnvSpec`).
     ``checkpoints`` is the number of recorded rounds (``None`` records every round).
     """
 
-    env_id: str
-    env_kwargs: Mapping[str, Any]
-    agents: tuple[AgentSpec, ...]
+    env_id: str | None = None
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    agents: tuple[AgentSpec, ...] = ()
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
     n_jobs: int = 1
     checkpoints: int | None = 100
     name: str = "experiment"
     out: str = "runs"
+    envs: tuple[EnvSpec, ...] = ()
 
     def __post_init__(self):
-        if not isinstance(self.env_id, str) or not self.env_id:
-            raise TypeError(f"env id must be a non-empty string, got {self.env_id!r}")
-        object.__setattr__(self, "env_kwargs", dict(self.env_kwargs))
+        if self.envs:
+            single = self.envs[0] if len(self.envs) == 1 and isinstance(self.envs[0], EnvSpec) else None
+            derived = single is not None and self.env_id == single.id and dict(self.env_kwargs) == single.kwargs
+            if (self.env_id is not None or self.env_kwargs) and not derived:
+                raise ValueError("give either env_id/env_kwargs (one environment) or envs (several), not both")
+            envs = tuple(e if isinstance(e, EnvSpec) else _env_from_mapping(e, i) for i, e in enumerate(self.envs))
+        else:
+            if self.env_id is None:
+                raise ValueError("an experiment needs an environment: env_id=... or envs=[...]")
+            envs = (EnvSpec(self.env_id, self.env_kwargs),)
+        _check_unique("env", [e.label for e in envs])
+        object.__setattr__(self, "envs", envs)
+        object.__setattr__(self, "env_id", envs[0].id if len(envs) == 1 else None)
+        object.__setattr__(self, "env_kwargs", dict(envs[0].kwargs) if len(envs) == 1 else {})
         agents = tuple(a if isinstance(a, AgentSpec) else _agent_from_mapping(a, i) for i, a in enumerate(self.agents))
         if not agents:
             raise ValueError("agents must list at least one agent")
-        labels = [a.label for a in agents]
-        duplicates = sorted({x for x in labels if labels.count(x) > 1})
-        if duplicates:
-            raise ValueError(f"agent labels must be unique; give each a distinct 'label', duplicated: {duplicates}")
+        _check_unique("agent", [a.label for a in agents])
         object.__setattr__(self, "agents", agents)
         object.__setattr__(self, "seeds", _parse_seeds(self.seeds))
         check_int("n_jobs", self.n_jobs, low=1)
@@ -108,9 +148,14 @@ class ExperimentConfig:
             "n_jobs": self.n_jobs,
             "checkpoints": "all" if self.checkpoints is None else self.checkpoints,
             "out": self.out,
-            "env": {"id": self.env_id, **self.env_kwargs},
+            "envs": [{"id": e.id, "label": e.label, **e.kwargs} for e in self.envs],
             "agents": [{"type": a.type, "label": a.label, **a.params} for a in self.agents],
         }
+
+    def config_hash(self) -> str:
+        """SHA-256 of everything that determines the results (not ``n_jobs`` or ``out``)."""
+        data = {k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "out")}
+        return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ExperimentConfig":
@@ -120,19 +165,22 @@ class ExperimentConfig:
         unknown = sorted(set(data) - _TOP_KEYS)
         if unknown:
             raise ValueError(f"unknown config keys {unknown}; accepted keys are {sorted(_TOP_KEYS)}")
-        env = data.get("env")
-        if not isinstance(env, Mapping) or "id" not in env:
-            raise ValueError("config needs an [env] table with an 'id' key, e.g. id = \"dpbandit/SparseLinear-v0\"")
+        if ("env" in data) == ("envs" in data):
+            raise ValueError(
+                "config needs exactly one of an [env] table (one environment) or [[envs]] tables (several), "
+                'each with an \'id\' key, e.g. id = "dpbandit/SparseLinear-v0"'
+            )
+        envs = [data["env"]] if "env" in data else data["envs"]
+        if not isinstance(envs, Sequence) or isinstance(envs, (str, bytes)) or not envs:
+            raise ValueError("[[envs]] must be a non-empty list of tables with an 'id' key")
         agents = data.get("agents")
         if not isinstance(agents, Sequence) or isinstance(agents, (str, bytes)) or not agents:
             raise ValueError("config needs at least one [[agents]] table with a 'type' key")
         checkpoints = data.get("checkpoints", 100)
         if checkpoints == "all":
             checkpoints = None
-        env_kwargs = {k: v for k, v in env.items() if k != "id"}
         return cls(
-            env_id=env["id"],
-            env_kwargs=env_kwargs,
+            envs=tuple(_env_from_mapping(e, i) for i, e in enumerate(envs)),
             agents=tuple(_agent_from_mapping(a, i) for i, a in enumerate(agents)),
             seeds=data.get("seeds", 5),
             n_jobs=data.get("n_jobs", 1),
@@ -142,6 +190,11 @@ class ExperimentConfig:
         )
 
     def replace(self, **changes: Any) -> "ExperimentConfig":
+        """A copy with ``changes``; changing ``env_id``/``env_kwargs`` replaces the environment list."""
+        if "env_id" in changes or "env_kwargs" in changes:
+            changes = {"env_id": self.env_id, "env_kwargs": self.env_kwargs, **changes, "envs": ()}
+        elif "envs" in changes:
+            changes = {**changes, "env_id": None, "env_kwargs": {}}
         return dataclasses.replace(self, **changes)
 
     def validate(self) -> None:
@@ -150,15 +203,29 @@ class ExperimentConfig:
 
         from dpbandit.agents import make_agent
 
-        try:
-            env = gymnasium.make(self.env_id, **self.env_kwargs)
-        except gymnasium.error.Error as exc:
-            raise ValueError(f"env id {self.env_id!r} cannot be made: {exc}") from exc
-        try:
-            for spec in self.agents:
-                make_agent(spec.type, env, **spec.params)
-        finally:
-            env.close()
+        for env_spec in self.envs:
+            try:
+                env = gymnasium.make(env_spec.id, **env_spec.kwargs)
+            except gymnasium.error.Error as exc:
+                raise ValueError(f"env id {env_spec.id!r} cannot be made: {exc}") from exc
+            try:
+                for spec in self.agents:
+                    make_agent(spec.type, env, **spec.params)
+            finally:
+                env.close()
+
+
+def _check_unique(kind: str, labels: list[str]) -> None:
+    duplicates = sorted({x for x in labels if labels.count(x) > 1})
+    if duplicates:
+        raise ValueError(f"{kind} labels must be unique; give each a distinct 'label', duplicated: {duplicates}")
+
+
+def _env_from_mapping(data: Any, index: int) -> EnvSpec:
+    if not isinstance(data, Mapping) or "id" not in data:
+        raise ValueError(f"envs[{index}] must be a table with an 'id' key, got {data!r}")
+    kwargs = {k: v for k, v in data.items() if k not in ("id", "label")}
+    return EnvSpec(id=data["id"], kwargs=kwargs, label=data.get("label", ""))
 
 
 def _agent_from_mapping(data: Any, index: int) -> AgentSpec:

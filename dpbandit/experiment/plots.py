@@ -20,22 +20,32 @@ __all__ = ["plot_regret"]
 def plot_regret(frame: pd.DataFrame, path: str | Path, *, title: str | None = None, level: float = 0.95) -> Path:
     """Mean cumulative regret against t per agent, with Student-t ``level`` confidence bands across seeds.
 
-    ``frame`` is a tidy result table (:data:`dpbandit.experiment.results.COLUMNS`). Returns the written path.
+    ``frame`` is a tidy result table (:data:`dpbandit.experiment.results.COLUMNS`; ``env_id`` optional). One panel
+    per environment. Returns the written path.
     """
+    if "env_id" not in frame.columns:
+        frame = frame.assign(env_id="")
     bands = regret_bands(frame, level)
+    envs = list(dict.fromkeys(frame["env_id"]))
     agents = list(dict.fromkeys(frame["agent"]))
     palette = dict(zip(agents, sns.color_palette("colorblind", len(agents))))
     seeds = frame.groupby("agent")["seed"].nunique()
     sns.set_theme(style="whitegrid", context="notebook")
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    for agent in agents:
-        b = bands[bands["agent"] == agent]
-        sns.lineplot(x=b["t"], y=b["mean"], ax=ax, color=palette[agent], label=f"{agent} (n={seeds[agent]})")
-        ax.fill_between(b["t"], b["low"], b["high"], color=palette[agent], alpha=0.2, linewidth=0)
-    ax.set_xlabel("round t")
-    ax.set_ylabel("cumulative pseudo-regret")
-    ax.set_title(title or f"mean cumulative regret, {int(level * 100)}% CI across seeds")
-    ax.legend(loc="upper left", fontsize="small")
+    fig, axes = plt.subplots(1, len(envs), figsize=(7.5 * len(envs), 4.8), squeeze=False)
+    for ax, env in zip(axes[0], envs):
+        for agent in agents:
+            b = bands[(bands["env_id"] == env) & (bands["agent"] == agent)]
+            if b.empty:
+                continue
+            sns.lineplot(x=b["t"], y=b["mean"], ax=ax, color=palette[agent], label=f"{agent} (n={seeds[agent]})")
+            ax.fill_between(b["t"], b["low"], b["high"], color=palette[agent], alpha=0.2, linewidth=0)
+        ax.set_xlabel("round t")
+        ax.set_ylabel("cumulative pseudo-regret")
+        ax.set_title(env if len(envs) > 1 else (title or env))
+        ax.legend(loc="upper left", fontsize="small")
+    if len(envs) > 1 and title:
+        fig.suptitle(title)
+    fig.text(0.99, 0.01, f"bands: {int(level * 100)}% CI across seeds", ha="right", va="bottom", fontsize="x-small")
     fig.tight_layout()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -65,8 +65,9 @@ def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
 
 
 def regret_bands(frame: pd.DataFrame, level: float = 0.95, value: str = "cumulative_regret") -> pd.DataFrame:
-    """Per (agent, t): mean of ``value`` across seeds with Student-t ``level`` confidence bounds ``low``/``high``."""
-    grouped = frame.groupby(["agent", "t"], sort=True)[value]
+    """Per (env_id, agent, t): mean of ``value`` across seeds with Student-t ``level`` bounds ``low``/``high``."""
+    keys = [k for k in ("env_id", "agent") if k in frame.columns] + ["t"]
+    grouped = frame.groupby(keys, sort=True)[value]
     out = grouped.agg(mean="mean", std="std", n="count").reset_index()
     tq = stats.t.ppf(0.5 + level / 2, np.maximum(out["n"] - 1, 1))
     half = np.where(out["n"] > 1, tq * out["std"].fillna(0.0) / np.sqrt(out["n"]), 0.0)
@@ -76,16 +77,17 @@ def regret_bands(frame: pd.DataFrame, level: float = 0.95, value: str = "cumulat
 
 
 def summary_table(frame: pd.DataFrame, timings: pd.DataFrame | None = None, level: float = 0.95) -> pd.DataFrame:
-    """Final cumulative regret per agent: mean, 95% CI half-width, std, seeds; time per round if ``timings``.
+    """Final cumulative regret per (environment, agent): mean, 95% CI half-width, std, seeds; time per round.
 
-    ``timings`` has columns ``agent, seed, seconds, rounds`` (one row per job).
+    ``timings`` has columns ``env_id, agent, seed, seconds, rounds`` (one row per job).
     """
-    last = frame.loc[frame.groupby(["agent", "seed"])["t"].idxmax()]
+    last = frame.loc[frame.groupby(["env_id", "agent", "seed"])["t"].idxmax()]
     rows = []
-    for agent, group in last.groupby("agent", sort=False):
+    for (env_id, agent), group in last.groupby(["env_id", "agent"], sort=False):
         mean, half = mean_ci(group["cumulative_regret"].to_numpy(), level)
         rows.append(
             {
+                "env_id": env_id,
                 "agent": agent,
                 "horizon": int(group["t"].max()),
                 "seeds": int(group["seed"].nunique()),
@@ -97,8 +99,9 @@ def summary_table(frame: pd.DataFrame, timings: pd.DataFrame | None = None, leve
     table = pd.DataFrame(rows)
     if timings is not None and len(timings):
         per_round = timings.assign(us_per_round=1e6 * timings["seconds"] / timings["rounds"])
-        table = table.merge(per_round.groupby("agent")["us_per_round"].mean().reset_index(), on="agent", how="left")
-    return table.sort_values("final_regret_mean", kind="stable").reset_index(drop=True)
+        keys = ["env_id", "agent"]
+        table = table.merge(per_round.groupby(keys)["us_per_round"].mean().reset_index(), on=keys, how="left")
+    return table.sort_values(["env_id", "final_regret_mean"], kind="stable").reset_index(drop=True)
 
 
 def write_atomic(path: str | Path, write: Any) -> Path:

@@ -1,17 +1,19 @@
 """The evaluation loop and the multi-seed runner.
 
 :func:`simulate` plays one episode of one agent and returns its recorded rounds. :func:`run_experiment` expands an
-:class:`~dpbandit.experiment.config.ExperimentConfig` into (agent, seed) jobs, runs them (in parallel joblib
-processes when ``n_jobs > 1``), and writes a run directory::
+:class:`~dpbandit.experiment.config.ExperimentConfig` into (environment, agent, seed) jobs, runs them (in this
+process, in joblib processes when ``n_jobs > 1``, or on a Dask cluster), and writes a run directory::
 
-    <out>/<name>-<timestamp>/
-        manifest.json      config, seeds, package versions, wall time per agent, privacy reports, status
-        jobs/              one CSV + one JSON per finished (agent, seed), written atomically as soon as it ends
+    <out>/<name>/
+        manifest.json      config and its hash, seeds, package versions, wall time per agent, privacy reports, status
+        jobs/              one CSV + one JSON per finished job, written atomically as soon as the job's result arrives
         results.csv        the tidy table of every job (see dpbandit.experiment.results.COLUMNS)
-        summary.csv        final regret per agent (mean, 95% CI, std) and microseconds per round
+        summary.csv        final regret per (environment, agent) (mean, 95% CI, std) and microseconds per round
         regret.png         mean cumulative regret with 95% confidence bands
 
-An interrupted run keeps every job that finished (its files in ``jobs/``).
+A run killed at any point keeps every job that finished; running the same experiment again resumes it (finished
+jobs are read back, never recomputed or duplicated), and a *different* experiment in the same folder is refused
+unless ``fresh=True``.
 
 Seeding: a job with seed ``s`` resets the environment with ``s`` and the agent with ``s``; the environment draws the
 instance, contexts and reward noise from streams ``"instance"``, ``"contexts"``, ``"reward_noise"`` of ``s`` and the
@@ -21,7 +23,9 @@ agent sees the same users and the same seed gives identical results.
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -35,7 +39,7 @@ import pandas as pd
 import dpbandit.envs  # noqa: F401  (registers the environments, also inside worker processes)
 from dpbandit.agents import make_agent
 from dpbandit.agents.base import Agent
-from dpbandit.experiment.config import AgentSpec, ExperimentConfig
+from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import (
     COLUMNS,
@@ -45,8 +49,12 @@ from dpbandit.experiment.results import (
     write_atomic,
     write_json_atomic,
 )
+from dpbandit.validation import check_choice
 
-__all__ = ["simulate", "run_experiment", "RunResult"]
+__all__ = ["simulate", "run_experiment", "RunResult", "BACKENDS"]
+
+#: Where jobs run: this machine (in-process or joblib processes) or a dask.distributed cluster.
+BACKENDS: tuple[str, ...] = ("local", "dask")
 
 
 def simulate(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | None = None) -> pd.DataFrame:
@@ -81,41 +89,62 @@ def simulate(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | Non
     return frame
 
 
-def _job_stem(index: int, label: str, seed: int) -> str:
+def _job_stem(config: ExperimentConfig, job: tuple[int, int, int]) -> str:
+    env_index, agent_index, seed = job
+    label = config.agents[agent_index].label
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", label).strip("_") or "agent"
-    return f"{index:02d}-{slug}__seed{seed}"
+    prefix = f"{env_index:02d}-" if len(config.envs) > 1 else ""
+    return f"{prefix}{agent_index:02d}-{slug}__seed{seed}"
 
 
-def _run_job(config: ExperimentConfig, index: int, seed: int, run_dir: Path | None) -> tuple[pd.DataFrame, dict]:
-    """Run agent ``index`` of ``config`` with ``seed``; write its files under ``run_dir/jobs`` when given."""
-    spec: AgentSpec = config.agents[index]
-    env = gymnasium.make(config.env_id, **config.env_kwargs)
+def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.DataFrame, dict]:
+    """Run (environment, agent, seed) ``job`` of ``config``; a pure function of its arguments (any process)."""
+    env_index, agent_index, seed = job
+    env_spec: EnvSpec = config.envs[env_index]
+    spec: AgentSpec = config.agents[agent_index]
+    env = gymnasium.make(env_spec.id, **env_spec.kwargs)
     try:
         agent = make_agent(spec.type, env, **spec.params)
         start = time.perf_counter()
         frame = simulate(env, agent, seed, config.checkpoints)
         seconds = time.perf_counter() - start
+        rounds = int(env.unwrapped.constants.horizon)
     finally:
         env.close()
     frame.insert(0, "seed", seed)
     frame.insert(0, "agent", spec.label)
-    frame.insert(0, "env_id", config.env_id)
+    frame.insert(0, "env_id", env_spec.label)
     report = agent.privacy_report()
     meta = {
+        "env": env_spec.label,
         "agent": spec.label,
         "type": spec.type,
         "params": dict(spec.params),
         "seed": seed,
-        "rounds": int(env.unwrapped.constants.horizon),
+        "rounds": rounds,
         "seconds": seconds,
         "private": bool(agent.private),
         "privacy_report": None if report is None else report.to_dict(),
     }
-    if run_dir is not None:
-        stem = _job_stem(index, spec.label, seed)
-        write_atomic(run_dir / "jobs" / f"{stem}.csv", lambda p: frame.to_csv(p, index=False))
-        write_json_atomic(run_dir / "jobs" / f"{stem}.json", meta)
     return frame, meta
+
+
+def _store_job(run_dir: Path, stem: str, frame: pd.DataFrame, meta: dict) -> None:
+    """Write a finished job atomically: the CSV first, then the JSON that marks it finished."""
+    write_atomic(run_dir / "jobs" / f"{stem}.csv", lambda p: frame.to_csv(p, index=False))
+    write_json_atomic(run_dir / "jobs" / f"{stem}.json", meta)
+
+
+#: pandas >= 3 parses floats round-trip by default (and deprecates the option); older pandas needs it.
+_EXACT_CSV = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
+def _load_job(run_dir: Path, stem: str) -> tuple[pd.DataFrame, dict] | None:
+    """A job finished by an earlier (possibly killed) run of the same experiment, or None."""
+    meta_path, csv_path = run_dir / "jobs" / f"{stem}.json", run_dir / "jobs" / f"{stem}.csv"
+    if not (meta_path.is_file() and csv_path.is_file()):
+        return None
+    return pd.read_csv(csv_path, **_EXACT_CSV), json.loads(meta_path.read_text())
 
 
 @dataclass(frozen=True)
@@ -127,81 +156,155 @@ class RunResult:
     run_dir: Path | None
     table_path: Path | None
     plot_path: Path | None
+    resumed_jobs: int = 0
 
 
-def _new_run_dir(parent: str | Path, name: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    base = Path(parent) / f"{name}-{stamp}"
-    path, i = base, 1
-    while path.exists():
-        path, i = Path(f"{base}-{i}"), i + 1
-    path.mkdir(parents=True)
-    return path
+def _prepare_run_dir(config: ExperimentConfig, parent: str | Path, fresh: bool) -> Path:
+    """``<parent>/<name>``: created, or reused when it holds the same experiment (same config hash)."""
+    run_dir = Path(parent) / config.name
+    manifest_path = run_dir / "manifest.json"
+    if run_dir.exists() and fresh:
+        shutil.rmtree(run_dir)
+    elif manifest_path.is_file():
+        old = json.loads(manifest_path.read_text()).get("config_hash")
+        if old != config.config_hash():
+            raise ValueError(
+                f"run directory {str(run_dir)!r} holds a different experiment (config hash {str(old)[:12]} != "
+                f"{config.config_hash()[:12]}): pass fresh=True (CLI: --fresh) to discard it, or change the "
+                "experiment's name or out folder"
+            )
+    elif run_dir.exists() and any(run_dir.iterdir()):
+        raise ValueError(
+            f"run directory {str(run_dir)!r} exists but is not a dpbandit run (no manifest.json): choose another "
+            "name or out folder, or pass fresh=True (CLI: --fresh) to replace it"
+        )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
 
 
-def run_experiment(config: ExperimentConfig, out: str | Path | bool | None = None, progress: bool = True) -> RunResult:
-    """Run every (agent, seed) job of ``config`` and gather the results.
+def run_experiment(
+    config: ExperimentConfig,
+    out: str | Path | bool | None = None,
+    progress: bool = True,
+    *,
+    fresh: bool = False,
+    backend: str = "local",
+    dask_address: str | None = None,
+) -> RunResult:
+    """Run every (environment, agent, seed) job of ``config`` and gather the results.
 
-    ``out``: parent folder of the run directory (default ``config.out``); ``False`` keeps everything in memory.
+    ``out``: parent folder of the run directory ``<out>/<name>`` (default ``config.out``); ``False`` keeps
+    everything in memory. Re-running the same experiment into the same folder resumes it: finished jobs are read
+    back, not recomputed, and never duplicated; a different experiment there is refused unless ``fresh=True``.
+    ``backend``: ``"local"`` (this process for ``n_jobs=1``, else joblib processes) or ``"dask"`` (a
+    ``dask.distributed`` cluster at ``dask_address``, or a local cluster of ``n_jobs`` workers when None).
     Invalid configurations raise before any job starts.
     """
     if not isinstance(config, ExperimentConfig):
         raise TypeError(f"config must be an ExperimentConfig, got {type(config).__name__}")
+    check_choice("backend", backend, BACKENDS)
+    if dask_address is not None and backend != "dask":
+        raise ValueError("dask_address is only used with backend='dask'")
     config.validate()
-    run_dir = None if out is False else _new_run_dir(config.out if out in (None, True) else out, config.name)
+    run_dir = None if out is False else _prepare_run_dir(config, config.out if out in (None, True) else out, fresh)
     manifest: dict[str, Any] = {
         "status": "running",
         "config": config.to_dict(),
+        "config_hash": config.config_hash(),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": package_versions(),
+        "backend": backend,
     }
+    jobs = [(e, a, seed) for e in range(len(config.envs)) for a in range(len(config.agents)) for seed in config.seeds]
+    finished: dict[tuple, tuple[pd.DataFrame, dict]] = {}
     if run_dir is not None:
         write_json_atomic(run_dir / "manifest.json", manifest)
+        for job in jobs:
+            loaded = _load_job(run_dir, _job_stem(config, job))
+            if loaded is not None:
+                finished[job] = loaded
+    resumed = len(finished)
+    todo = [job for job in jobs if job not in finished]
 
-    jobs = [(i, seed) for i in range(len(config.agents)) for seed in config.seeds]
-    outputs = _execute(config, jobs, run_dir, progress)
+    def store(job, output):
+        if run_dir is not None:
+            _store_job(run_dir, _job_stem(config, job), *output)
+        finished[job] = output
 
-    order = {spec.label: i for i, spec in enumerate(config.agents)}
-    outputs.sort(key=lambda fm: (order[fm[1]["agent"]], fm[1]["seed"]))
-    frames = [f for f, _ in outputs]
+    _execute(config, todo, store, progress, backend, dask_address)
+
+    outputs = [finished[job] for job in jobs]  # configuration order: env, agent, seed
+    results = pd.concat([f for f, _ in outputs], ignore_index=True)[list(COLUMNS)]
     metas = [m for _, m in outputs]
-    results = pd.concat(frames, ignore_index=True)[list(COLUMNS)]
-    timings = pd.DataFrame([{k: m[k] for k in ("agent", "seed", "seconds", "rounds")} for m in metas])
+    timings = pd.DataFrame(
+        [{"env_id": m["env"], **{k: m[k] for k in ("agent", "seed", "seconds", "rounds")}} for m in metas]
+    )
     summary = summary_table(results, timings)
 
     table_path = plot_path = None
     if run_dir is not None:
         table_path = write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
         write_atomic(run_dir / "summary.csv", lambda p: summary.to_csv(p, index=False))
-        plot_path = plot_regret(results, run_dir / "regret.png", title=f"{config.name}: {config.env_id}")
+        title = f"{config.name}: {', '.join(e.label for e in config.envs)}"
+        plot_path = plot_regret(results, run_dir / "regret.png", title=title)
         manifest.update(
             status="complete",
             finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            resumed_jobs=resumed,
             seconds_per_agent=timings.groupby("agent", sort=False)["seconds"].sum().to_dict(),
-            privacy={m["agent"]: m["privacy_report"] for m in metas if m["seed"] == config.seeds[0]},
+            privacy={
+                f"{m['env']} / {m['agent']}": m["privacy_report"] for m in metas if m["seed"] == config.seeds[0]
+            },
             files={"results": "results.csv", "summary": "summary.csv", "plot": "regret.png", "jobs": "jobs/"},
         )
         write_json_atomic(run_dir / "manifest.json", manifest)
-    return RunResult(results, summary, run_dir, table_path, plot_path)
+    return RunResult(results, summary, run_dir, table_path, plot_path, resumed)
 
 
-def _execute(config: ExperimentConfig, jobs: list, run_dir: Path | None, progress: bool) -> list:
+def _execute(config, jobs, store, progress, backend, dask_address) -> None:
+    """Run ``jobs``, handing each output to ``store(job, output)`` in this process as soon as it arrives."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(jobs), desc=f"{config.name} jobs", unit="job", disable=not progress)
-    outputs = []
+    bar = tqdm(total=len(jobs), desc=f"{config.name} jobs", unit="job", disable=not progress or not jobs)
     try:
-        if config.n_jobs == 1 or len(jobs) == 1:
-            for index, seed in jobs:
-                outputs.append(_run_job(config, index, seed, run_dir))
+        if backend == "dask":
+            _execute_dask(config, jobs, store, bar, dask_address)
+        elif config.n_jobs == 1 or len(jobs) <= 1:
+            for job in jobs:
+                store(job, _run_job(config, job))
                 bar.update()
         else:
             from joblib import Parallel, delayed
 
             parallel = Parallel(n_jobs=min(config.n_jobs, len(jobs)), return_as="generator_unordered")
-            for output in parallel(delayed(_run_job)(config, index, seed, run_dir) for index, seed in jobs):
-                outputs.append(output)
+            tagged = parallel(delayed(_run_tagged)(config, job) for job in jobs)
+            for job, output in tagged:
+                store(job, output)
                 bar.update()
     finally:
         bar.close()
-    return outputs
+
+
+def _run_tagged(config: ExperimentConfig, job: tuple[int, int, int]):
+    return job, _run_job(config, job)
+
+
+def _execute_dask(config, jobs, store, bar, dask_address) -> None:
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise ValueError("backend='dask' needs dask.distributed: pip install 'dpbandit[dask]'") from exc
+    cluster = None
+    if dask_address is None:
+        cluster = LocalCluster(n_workers=config.n_jobs, threads_per_worker=1, processes=True, dashboard_address=None)
+    client = Client(cluster if cluster is not None else dask_address)
+    try:
+        futures = [client.submit(_run_tagged, config, job, pure=False) for job in jobs]
+        for future in as_completed(futures):
+            job, output = future.result()
+            store(job, output)
+            bar.update()
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

@@ -114,3 +114,84 @@ def test_bad_config_fails_before_any_job(tmp_path):
     with pytest.raises((ValueError, TypeError), match="alpha"):
         run_experiment(config, out=tmp_path, progress=False)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_resume_after_interruption_equals_uninterrupted_run(tmp_path, monkeypatch):
+    from dpbandit.experiment import runner
+
+    config = _config(agents=(AgentSpec("random"), AgentSpec("linucb")), seeds=3)
+    reference = run_experiment(config, out=tmp_path / "ref", progress=False).results
+
+    real_run_job = runner._run_job
+    calls = []
+
+    def dying_run_job(cfg, job):
+        calls.append(job)
+        if len(calls) == 4:
+            raise KeyboardInterrupt  # the process dies while the 4th job runs
+        return real_run_job(cfg, job)
+
+    monkeypatch.setattr(runner, "_run_job", dying_run_job)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(config, out=tmp_path / "resume", progress=False)
+    monkeypatch.setattr(runner, "_run_job", real_run_job)
+    run_dir = tmp_path / "resume" / config.name
+    assert len(list((run_dir / "jobs").glob("*.json"))) == 3
+
+    rerun_calls = []
+    monkeypatch.setattr(runner, "_run_job", lambda cfg, job: rerun_calls.append(job) or real_run_job(cfg, job))
+    resumed = run_experiment(config, out=tmp_path / "resume", progress=False)
+    assert resumed.resumed_jobs == 3 and len(rerun_calls) == 3  # only the 3 unfinished jobs ran again
+    pd.testing.assert_frame_equal(resumed.results, reference, check_exact=True)
+    table = pd.read_csv(run_dir / "results.csv")
+    assert not table.duplicated(["env_id", "agent", "seed", "t"]).any()
+    assert len(table) == len(reference)
+
+
+def test_changed_config_is_refused_unless_fresh(tmp_path):
+    run_experiment(_config(), out=tmp_path, progress=False)
+    changed = _config(seeds=3)
+    with pytest.raises(ValueError, match="different experiment.*fresh"):
+        run_experiment(changed, out=tmp_path, progress=False)
+    result = run_experiment(changed, out=tmp_path, progress=False, fresh=True)
+    assert result.resumed_jobs == 0 and set(result.results["seed"]) == {0, 1, 2}
+    # n_jobs does not change the experiment: resuming with another n_jobs is allowed
+    again = run_experiment(changed.replace(n_jobs=2), out=tmp_path, progress=False)
+    assert again.resumed_jobs == 6
+
+
+def test_several_environments_in_one_sweep(tmp_path):
+    from dpbandit.experiment.config import EnvSpec
+
+    config = ExperimentConfig(
+        envs=(
+            EnvSpec("dpbandit/SparseLinear-v0", {"horizon": 100, "dim": 10}, label="d10"),
+            EnvSpec("dpbandit/SparseLinear-v0", {"horizon": 100, "dim": 20}, label="d20"),
+        ),
+        agents=(AgentSpec("random"), AgentSpec("linucb")),
+        seeds=2,
+        checkpoints=10,
+        name="sweep",
+    )
+    result = run_experiment(config, out=tmp_path, progress=False)
+    assert set(result.results["env_id"]) == {"d10", "d20"}
+    assert len(result.summary) == 4 and set(result.summary["env_id"]) == {"d10", "d20"}
+    assert len(list((result.run_dir / "jobs").glob("*.json"))) == 8
+    assert ExperimentConfig.from_dict(config.to_dict()) == config
+
+
+def test_dask_backend_equals_local_backend(tmp_path):
+    pytest.importorskip("dask.distributed")
+    config = _config(agents=(AgentSpec("random"), AgentSpec("linucb")), n_jobs=2)
+    local = run_experiment(config, out=False, progress=False).results
+    dask = run_experiment(config, out=tmp_path, progress=False, backend="dask").results
+    pd.testing.assert_frame_equal(local, dask, check_exact=True)
+    manifest = json.loads((tmp_path / config.name / "manifest.json").read_text())
+    assert manifest["backend"] == "dask"
+
+
+def test_bad_backend_arguments():
+    with pytest.raises(ValueError, match="backend"):
+        run_experiment(_config(), out=False, backend="spark")
+    with pytest.raises(ValueError, match="dask_address"):
+        run_experiment(_config(), out=False, dask_address="tcp://127.0.0.1:8786")
