@@ -227,7 +227,10 @@ class LassoBandit(Agent):
         from sklearn.linear_model import Lasso  # imported here: it costs ~0.8 s, paid only by LASSO runs
 
         # Paper objective (1/n)||y - X b||^2 + lam ||b||_1 == 2 x sklearn objective with alpha = lam / 2.
-        return Lasso(alpha=lam / 2.0, fit_intercept=False, warm_start=True, max_iter=self.max_iter, tol=self.tol)
+        # random_state fixed: sklearn otherwise draws a seed from the global numpy RNG on every fit (even cyclic).
+        return Lasso(
+            alpha=lam / 2.0, fit_intercept=False, warm_start=True, max_iter=self.max_iter, tol=self.tol, random_state=0
+        )
 
     def lambda2(self, t: int) -> float:
         """``lambda_{2,t} = lambda_{2,0} sqrt((ln t + ln d) / t)`` for round t >= 1.

@@ -1,0 +1,249 @@
+"""Conformance checkers for agents, in the spirit of Gymnasium's ``check_env`` and river's ``check_estimator``.
+
+Run them on any agent you write::
+
+    from dpbandit.experiment.checks import check_agent, check_private_agent
+    env = gymnasium.make("dpbandit/SparseLinear-v0", horizon=200)
+    check_agent(make_agent("linucb", env), env)              # every agent
+    check_private_agent(make_agent("dp_hdb", env), env)      # private agents, in addition
+
+A failed check raises :class:`ConformanceError` (an ``AssertionError``) whose message names the check and what
+was seen. The checks are necessary conditions, not a proof of correctness or of privacy.
+
+``check_agent``: actions are integers in ``[0, K)``; ``reset(seed)`` is idempotent (same seed, same actions);
+the agent pickles and its copy continues identically; it never touches the global ``numpy.random`` or ``random``
+state; ``act``/``update`` never write into the observation or the ``info`` arrays they are given.
+
+``check_private_agent``: the agent is a :class:`~dpbandit.agents.private.PrivateAgent` (static action rule of
+``(release, observation, rng)``); releases are read-only; the privacy report states a guarantee and a non-empty
+ledger; every noise draw of the curator comes from the generator it was given (same generator state, same
+releases; another state, other releases) and nothing else; optionally a quick empirical audit of the release
+stream on neighbouring user streams (``audit=True``; a lower bound above the claimed epsilon fails).
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import pickle
+import random
+from typing import Any
+
+import numpy as np
+
+from dpbandit.agents.base import Agent
+from dpbandit.agents.private import PrivateAgent
+
+__all__ = ["ConformanceError", "check_agent", "check_private_agent"]
+
+
+class ConformanceError(AssertionError):
+    """An agent violates the dpbandit agent protocol."""
+
+
+def _fail(check: str, message: str) -> None:
+    raise ConformanceError(f"[{check}] {message}")
+
+
+def _episode(agent: Agent, env: Any, seed: int, n_rounds: int, *, copy_inputs: bool = True) -> list[int]:
+    """Play ``n_rounds`` rounds; return the actions. Inputs are passed as writable copies and checked after."""
+    K = env.unwrapped.constants.n_arms
+    obs, _ = env.reset(seed=seed)
+    agent.reset(seed)
+    actions = []
+    for _ in range(n_rounds):
+        given = np.array(obs, copy=True) if copy_inputs else obs
+        arm = agent.act(given)
+        if isinstance(arm, (bool, np.bool_)) or not isinstance(arm, (int, np.integer)) or not 0 <= arm < K:
+            _fail("action validity", f"act() returned {arm!r}; expected an integer in [0, {K})")
+        if copy_inputs and not np.array_equal(given, obs):
+            _fail("observation not mutated", "act() wrote into the observation array it was given")
+        next_obs, reward, _, truncated, info = env.step(int(arm))
+        info_copy = {k: np.array(v, copy=True) for k, v in info.items()}
+        agent.update(given, int(arm), reward, info_copy)
+        if copy_inputs and not np.array_equal(given, obs):
+            _fail("observation not mutated", "update() wrote into the observation array it was given")
+        for key, value in info.items():
+            if not np.array_equal(info_copy[key], value):
+                _fail("info not mutated", f"update() wrote into info[{key!r}]")
+        actions.append(int(arm))
+        obs = next_obs
+        if truncated:
+            break
+    return actions
+
+
+def check_agent(agent: Agent, env: Any, *, seed: int = 0, n_rounds: int = 50) -> None:
+    """Check the agent protocol on ``env`` (a dpbandit environment). Raises :class:`ConformanceError`."""
+    if not isinstance(agent, Agent):
+        _fail("protocol", f"{type(agent).__name__} does not subclass dpbandit.agents.base.Agent")
+    np_state, py_state = np.random.get_state(), random.getstate()
+    first = _episode(agent, env, seed, n_rounds)
+    if not _same_global_state(np_state, py_state):
+        _fail("no global RNG", "the agent used the global numpy.random or random state; draw from self.rng")
+    second = _episode(agent, env, seed, n_rounds)
+    if first != second:
+        _fail("seed idempotence", f"reset({seed}) twice gave different actions: {first[:10]} vs {second[:10]}")
+
+    half = n_rounds // 2
+    obs, _ = env.reset(seed=seed)
+    agent.reset(seed)
+    for _ in range(half):
+        arm = agent.act(obs)
+        next_obs, reward, _, _, info = env.step(arm)
+        agent.update(obs, arm, reward, info)
+        obs = next_obs
+    try:
+        clone = pickle.loads(pickle.dumps(agent))
+    except Exception as exc:  # noqa: BLE001 - any failure is a conformance failure
+        _fail("pickling", f"the agent cannot be pickled (needed for parallel runs): {exc!r}")
+    env_copy = copy.deepcopy(env)
+    obs_copy = np.array(obs, copy=True)
+    for _ in range(n_rounds - half):
+        a, b = agent.act(obs), clone.act(obs_copy)
+        if a != b:
+            _fail("pickling", "an unpickled copy of the agent acts differently from the original")
+        next_obs, reward, _, truncated, info = env.step(a)
+        next_copy, reward_copy, _, _, info_copy = env_copy.step(b)
+        agent.update(obs, a, reward, info)
+        clone.update(obs_copy, b, reward_copy, info_copy)
+        obs, obs_copy = next_obs, np.array(next_copy, copy=True)
+        if truncated:
+            break
+
+
+def _same_global_state(np_state: tuple, py_state: Any) -> bool:
+    now = np.random.get_state()
+    return random.getstate() == py_state and all(
+        np.array_equal(a, b) if isinstance(a, np.ndarray) else a == b for a, b in zip(np_state, now)
+    )
+
+
+def _arrays(release: Any) -> list[np.ndarray]:
+    """Every numpy array reachable in a release (dataclass fields, mappings, sequences, attributes)."""
+    found, stack, seen = [], [release], set()
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, np.ndarray):
+            found.append(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif hasattr(item, "__dict__") or hasattr(item, "__slots__"):
+            names = getattr(item, "__slots__", ()) or vars(item)
+            stack.extend(getattr(item, n) for n in names if hasattr(item, n))
+    return found
+
+
+def _release_vector(release: Any) -> np.ndarray:
+    arrays = [np.asarray(a, dtype=float).ravel() for a in _arrays(release)]
+    return np.concatenate(arrays) if arrays else np.zeros(0)
+
+
+def _data_stream(env: Any, seed: int, n_rounds: int) -> list[tuple[np.ndarray, int, float]]:
+    """(observation, arm, reward) of ``n_rounds`` users under uniform random play (data for the curator)."""
+    rng = np.random.default_rng(seed)
+    K = env.unwrapped.constants.n_arms
+    obs, _ = env.reset(seed=seed)
+    data = []
+    for _ in range(n_rounds):
+        arm = int(rng.integers(K))
+        next_obs, reward, _, _, _ = env.step(arm)
+        data.append((np.array(obs, copy=True), arm, float(reward)))
+        obs = next_obs
+    return data
+
+
+def _releases(agent: PrivateAgent, data, rng: np.random.Generator) -> np.ndarray:
+    curator = agent._make_curator(rng)
+    out = []
+    for obs, arm, reward in data:
+        curator.observe(obs, arm, reward)
+        out.append(_release_vector(curator.release()))
+    return np.concatenate(out)
+
+
+def check_private_agent(
+    agent: PrivateAgent,
+    env: Any,
+    *,
+    seed: int = 0,
+    n_rounds: int = 30,
+    audit: bool = False,
+    audit_samples: int = 2000,
+) -> None:
+    """Check the private-agent structure (after :func:`check_agent`). Raises :class:`ConformanceError`."""
+    check_agent(agent, env, seed=seed, n_rounds=n_rounds)
+    if not isinstance(agent, PrivateAgent) or not agent.private:
+        _fail("JDP structure", f"{type(agent).__name__} is not a dpbandit.agents.private.PrivateAgent")
+    rule = inspect.getattr_static(type(agent), "action_rule")
+    if not isinstance(rule, staticmethod):
+        _fail("JDP structure", "action_rule must be a staticmethod of (release, observation, rng)")
+    params = list(inspect.signature(type(agent).action_rule).parameters)
+    if len(params) != 3:
+        _fail("JDP structure", f"action_rule must take exactly (release, observation, rng), takes {params}")
+
+    report = agent.privacy_report()
+    if report is None or getattr(report, "guarantee", "none") == "none":
+        _fail("privacy report", "a private agent must report a guarantee (got none); is its noise switched off?")
+    if not getattr(report, "events", ()):
+        _fail("privacy report", "the privacy ledger is empty: every noisy release must be recorded")
+
+    data = _data_stream(env, seed, n_rounds)
+    curator = agent._make_curator(np.random.default_rng(1))
+    for obs, arm, reward in data[:3]:
+        curator.observe(obs, arm, reward)
+        for array in _arrays(curator.release()):
+            if array.flags.writeable:
+                _fail("read-only releases", "a release contains a writable array; publish read-only copies/views")
+
+    np_state, py_state = np.random.get_state(), random.getstate()
+    a = _releases(agent, data, np.random.default_rng(123))
+    b = _releases(agent, data, np.random.default_rng(123))
+    c = _releases(agent, data, np.random.default_rng(456))
+    if not _same_global_state(np_state, py_state):
+        _fail("privacy stream", "the curator used the global numpy.random or random state")
+    if not np.array_equal(a, b):
+        _fail("privacy stream", "same privacy generator, same data, different releases: noise from another source")
+    if np.array_equal(a, c):
+        _fail("privacy stream", "releases do not depend on the privacy generator: no noise is drawn from it")
+    if audit:
+        _quick_audit(agent, data, report, audit_samples)
+
+
+def _quick_audit(agent: PrivateAgent, data, report, n_samples: int) -> None:
+    """Neighbouring streams differ in the first user's reward, set to the two extremes of the declared reward range
+    (+-1e3 when it is unbounded: an agent must clip); statistic: projection of the final release on the estimated
+    mean difference (:func:`dpbandit.privacy.audit.projection`)."""
+    from dpbandit.privacy.audit import audit, projection
+
+    obs, arm, _ = data[0]
+    constants = agent.constants
+    low = constants.reward_low if np.isfinite(constants.reward_low) else -1e3
+    high = constants.reward_high if np.isfinite(constants.reward_high) else 1e3
+    data = [(obs, arm, high)] + list(data[1:])
+    neighbour = [(obs, arm, low)] + list(data[1:])
+
+    def mechanism(stream, rng, n):
+        out = []
+        for _ in range(n):
+            curator = agent._make_curator(rng)
+            for o, a, r in stream:
+                curator.observe(o, a, r)
+            out.append(_release_vector(curator.release()))
+        return np.stack(out)
+
+    pilot_rng = np.random.default_rng(7)
+    direction = mechanism(data, pilot_rng, 200).mean(0) - mechanism(neighbour, pilot_rng, 200).mean(0)
+    if not np.any(direction):
+        return
+    result = audit(
+        mechanism, data, neighbour, n_samples=n_samples, delta=report.delta, rng=np.random.default_rng(11),
+        statistic=projection(direction),
+    )
+    if result.epsilon_lower_bound > report.epsilon:
+        _fail("audit", f"empirical lower bound {result.epsilon_lower_bound:.3f} > claimed epsilon {report.epsilon}")
