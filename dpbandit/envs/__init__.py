@@ -11,20 +11,38 @@ from typing import Any
 import gymnasium
 
 from dpbandit.envs.constants import BanditConstants
+from dpbandit.envs.datasets import DATASETS, ClassificationBanditEnv
 from dpbandit.envs.glm import GLMBanditEnv, default_kwargs
 from dpbandit.envs.presets import PRESETS
 
-__all__ = ["BanditConstants", "GLMBanditEnv", "PRESETS", "register_presets", "registered_envs"]
+__all__ = [
+    "BanditConstants",
+    "ClassificationBanditEnv",
+    "DATASETS",
+    "GLMBanditEnv",
+    "PRESETS",
+    "register_presets",
+    "registered_envs",
+]
 
 _ENTRY_POINT = "dpbandit.envs.glm:GLMBanditEnv"
+_DATA_ENTRY_POINT = "dpbandit.envs.datasets:ClassificationBanditEnv"
 _NAMESPACE = "dpbandit"
+#: Real-data environments (multiclass-to-bandit over scikit-learn's bundled datasets).
+DATA_PRESETS: dict[str, dict[str, Any]] = {
+    "dpbandit/Digits-v0": {"dataset": "digits"},
+    "dpbandit/Wine-v0": {"dataset": "wine"},
+    "dpbandit/BreastCancer-v0": {"dataset": "breast_cancer"},
+    "dpbandit/Iris-v0": {"dataset": "iris"},
+}
 
 
 def register_presets() -> None:
     """Register every preset with ``gymnasium.register``; ids already registered are left unchanged."""
-    for env_id, kwargs in PRESETS.items():
-        if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, entry_point=_ENTRY_POINT, kwargs=dict(kwargs))
+    for presets, entry_point in ((PRESETS, _ENTRY_POINT), (DATA_PRESETS, _DATA_ENTRY_POINT)):
+        for env_id, kwargs in presets.items():
+            if env_id not in gymnasium.registry:
+                gymnasium.register(id=env_id, entry_point=entry_point, kwargs=dict(kwargs))
 
 
 def registered_envs() -> dict[str, dict[str, Any]]:
