@@ -6,22 +6,30 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")  # files only; never needs a display
-
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from dpbandit.experiment.results import regret_bands  # noqa: E402
 
-__all__ = ["plot_regret"]
+__all__ = ["plot_regret", "regret_figure"]
 
 
 def plot_regret(frame: pd.DataFrame, path: str | Path, *, title: str | None = None, level: float = 0.95) -> Path:
+    """Write :func:`regret_figure` of ``frame`` to ``path`` (PNG, SVG, PDF by suffix); returns the path."""
+    fig = regret_figure(frame, title=title, level=level)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def regret_figure(frame: pd.DataFrame, *, title: str | None = None, level: float = 0.95) -> plt.Figure:
     """Mean cumulative regret against t per agent, with Student-t ``level`` confidence bands across seeds.
 
     ``frame`` is a tidy result table (:data:`dpbandit.experiment.results.COLUMNS`; ``env_id`` optional). One panel
-    per environment. Returns the written path.
+    per environment. Returns the matplotlib figure (shown inline in notebooks).
     """
     if "env_id" not in frame.columns:
         frame = frame.assign(env_id="")
@@ -47,8 +55,4 @@ def plot_regret(frame: pd.DataFrame, path: str | Path, *, title: str | None = No
         fig.suptitle(title)
     fig.text(0.99, 0.01, f"bands: {int(level * 100)}% CI across seeds", ha="right", va="bottom", fontsize="x-small")
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return fig
