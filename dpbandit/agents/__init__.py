@@ -17,8 +17,11 @@ from typing import Any
 
 from dpbandit.agents.base import Agent
 from dpbandit.agents.baselines import EpsilonGreedy, Greedy, Oracle, UniformRandom, argmax_random_tie
+from dpbandit.agents.dp_hdb import DPHDB
+from dpbandit.agents.dp_ucb import DPUCB
 from dpbandit.agents.lasso_bandit import LassoBandit
 from dpbandit.agents.linucb import LinUCB
+from dpbandit.agents.oco_adapter import OCOAgent
 from dpbandit.agents.ridge import RidgeState
 
 __all__ = [
@@ -38,7 +41,7 @@ __all__ = [
 
 #: Agent classes by registry name.
 AGENTS: dict[str, type[Agent]] = {
-    cls.name: cls for cls in (UniformRandom, Oracle, Greedy, EpsilonGreedy, LinUCB, LassoBandit)
+    cls.name: cls for cls in (UniformRandom, Oracle, Greedy, EpsilonGreedy, LinUCB, LassoBandit, DPUCB, OCOAgent, DPHDB)
 }
 
 

@@ -4,6 +4,9 @@
     dpbandit run --config FILE.toml    an experiment described in TOML (see dpbandit.experiment.config);
                                        re-running it resumes (finished jobs are kept), --fresh starts over
     dpbandit plot RUN_DIR              redraw the regret plot of a finished run
+    dpbandit reproduce table-5.1       Han et al.'s Table 5.1: published vs correctly calibrated (--quick for a subset)
+    dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
+    dpbandit oco [--quick]             regret of the private OCO learners against the best point in hindsight
     dpbandit envs                      registered environments with their parameters
     dpbandit agents                    available agent types
 """
@@ -86,6 +89,18 @@ def _cmd_agents(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from dpbandit.experiment.reproduce import main as reproduce_main
+
+    return reproduce_main([args.target, *args.options])
+
+
+def _cmd_oco(args: argparse.Namespace) -> int:
+    from dpbandit.experiment.oco import main as oco_main
+
+    return oco_main(args.oco_args)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -128,6 +143,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     agents = sub.add_parser("agents", help="list the available agent types")
     agents.set_defaults(func=_cmd_agents)
+
+    rep = sub.add_parser("reproduce", help="reproduce a published result (table-5.1, figure-5.1); --help after it")
+    rep.add_argument("target", choices=("table-5.1", "figure-5.1"))
+    rep.add_argument("options", nargs=argparse.REMAINDER, help="options of the target, e.g. --quick")
+    rep.set_defaults(func=_cmd_reproduce)
+
+    oco = sub.add_parser(
+        "oco", help="regret of the (private) online-convex-optimisation learners on regression streams", add_help=False
+    )
+    oco.add_argument("oco_args", nargs=argparse.REMAINDER, help="options of the OCO runner (--quick, --help)")
+    oco.set_defaults(func=_cmd_oco)
     return parser
 
 

@@ -9,7 +9,7 @@ import pytest
 import dpbandit.envs  # noqa: F401  (registers the dpbandit/ ids)
 from dpbandit.agents import AGENTS, Agent, hyperparameters, make_agent
 
-NAMES = ["random", "oracle", "greedy", "egreedy", "linucb", "lasso"]
+NAMES = ["random", "oracle", "greedy", "egreedy", "linucb", "lasso", "dp_hdb", "dp_ucb", "oco"]
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,8 @@ def play(env, agent: Agent, seed: int) -> tuple[list[int], float]:
 def test_registry_names_and_classes():
     assert sorted(AGENTS) == sorted(NAMES)
     for name, cls in AGENTS.items():
-        assert issubclass(cls, Agent) and cls.name == name and not cls.private
+        assert issubclass(cls, Agent) and cls.name == name
+        assert cls.private == (name in ("dp_hdb", "dp_ucb", "oco"))
 
 
 def test_hyperparameters_lists_constructor_arguments():
@@ -49,7 +50,7 @@ def test_hyperparameters_lists_constructor_arguments():
 
 
 def test_make_agent_unknown_name_lists_the_known_ones(sparse_env):
-    with pytest.raises(ValueError, match="unknown agent 'ucb'; known agents: egreedy, greedy, lasso, linucb"):
+    with pytest.raises(ValueError, match="unknown agent .ucb.; known agents: dp_hdb, dp_ucb, egreedy, greedy, lasso, linucb, oco"):
         make_agent("ucb", sparse_env)
     with pytest.raises(TypeError, match="agent name must be a string"):
         make_agent(None, sparse_env)

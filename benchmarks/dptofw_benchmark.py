@@ -1,0 +1,95 @@
+"""DP-TOFW speed and memory (issue #4, item 8). Prints JSON; not a test.
+
+* Speed: DP-TOFW (epsilon = 1, delta = 1/T, tight calibration, p = 1.5, GG noise in l_3) on the §8.1 regression
+  stream with T = 10^4, d = 20: seconds per run (the update loop over pre-drawn samples), best of ``--repeats``.
+  Target <= 0.2 s per run (the paper reports about 1 s for its code, spec/han-frank-wolfe.md §8.1 Table 5.1).
+* Memory: T = 10^6, d = 1,000. The learner holds the tree's path nodes (O(d log T)), a block of pre-drawn node
+  noise (at most 2^14 floats) and a few d-vectors; samples are generated in chunks and streamed, so nothing of size
+  T is stored. Reported: the learner's state bytes, the tracemalloc peak while streaming ``--memory-rounds`` samples
+  (all 10^6 with ``--full``, about 1-2 minutes), and the process's peak RSS.
+
+    python benchmarks/dptofw_benchmark.py [--repeats 3] [--memory-rounds 20000] [--full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import time
+import tracemalloc
+
+import numpy as np
+
+from dpbandit.envs.streams import RegressionStream
+from dpbandit.optim.frank_wolfe import DPTOFW
+from dpbandit.seeding import stream
+
+TARGET_SECONDS = 0.2
+SPEED_T, SPEED_D = 10_000, 20
+MEMORY_T, MEMORY_D = 1_000_000, 1000
+
+
+def speed(repeats: int) -> dict:
+    data = RegressionStream(SPEED_D, SPEED_T, p=1.5, theta="code").draw(0)
+    best = best_cpu = np.inf
+    for seed in range(repeats):
+        learner = DPTOFW(SPEED_D, SPEED_T, p=1.5, epsilon=1.0, rng=stream(seed, "privacy"))
+        start, start_cpu = time.perf_counter(), time.process_time()
+        for x, y in zip(data.x, data.y):
+            learner.update(x, y)
+        best = min(best, time.perf_counter() - start)
+        best_cpu = min(best_cpu, time.process_time() - start_cpu)
+        risk = data.risk(learner.predict())
+    # CPU time is reported too: on a shared machine the wall clock includes waiting for a core
+    return {"T": SPEED_T, "d": SPEED_D, "p": 1.5, "seconds_per_run_best": best, "cpu_seconds_per_run_best": best_cpu,
+            "us_per_update": 1e6 * best / SPEED_T, "target_seconds": TARGET_SECONDS,
+            "meets_target_wall": bool(best <= TARGET_SECONDS), "meets_target_cpu": bool(best_cpu <= TARGET_SECONDS),
+            "final_risk": risk}
+
+
+def state_bytes(learner: DPTOFW) -> int:
+    arrays = [learner._theta, learner._theta_prev, learner._estimate, learner._noise._buffer]
+    return int(learner.tree.nbytes + sum(a.nbytes for a in arrays))
+
+
+def memory(rounds: int) -> dict:
+    """Stream ``rounds`` samples of a T = 10^6, d = 1000 problem through DP-TOFW (chunks of 100 rows)."""
+    gen = np.random.default_rng(0)
+    theta = np.zeros(MEMORY_D)
+    theta[:5] = 5 ** (-1 / 1.5)  # ||theta||_1.5 = 1
+    tracemalloc.start()
+    learner = DPTOFW(MEMORY_D, MEMORY_T, p=1.5, epsilon=1.0, rng=stream(0, "privacy"))
+    start, done = time.perf_counter(), 0
+    while done < rounds:
+        n = min(100, rounds - done)
+        x = gen.standard_normal((n, MEMORY_D))
+        x /= (np.abs(x) ** 3).sum(axis=1, keepdims=True) ** (1 / 3)  # ||x||_3 = 1
+        y = x @ theta + 0.05 * gen.standard_normal(n)
+        for i in range(n):
+            learner.update(x[i], y[i])
+        done += n
+    seconds = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    return {"T": MEMORY_T, "d": MEMORY_D, "rounds_streamed": done, "seconds": seconds,
+            "us_per_update": 1e6 * seconds / done, "tree_levels": learner.tree.depth,
+            "learner_state_bytes": state_bytes(learner), "tracemalloc_peak_bytes": peak,
+            "o_d_log_t_bytes": 8 * MEMORY_D * (2 * learner.tree.depth + 1),
+            "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--memory-rounds", dest="memory_rounds", type=int, default=20_000)
+    parser.add_argument("--full", action="store_true", help=f"stream all {MEMORY_T} samples in the memory run")
+    args = parser.parse_args(argv)
+    out = {"benchmark": "dptofw", "python": platform.python_version(), "machine": platform.machine(),
+           "speed": speed(args.repeats), "memory": memory(MEMORY_T if args.full else args.memory_rounds)}
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

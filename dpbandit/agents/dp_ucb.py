@@ -1,0 +1,352 @@
+"""DP-UCB: linear UCB with changing perturbations (Shariff & Sheffet 2018), the paper version of
+``spec/han-frank-wolfe.md`` §7.4 as corrected by ``spec/errata.md`` E5, with the tighter node noise of E6 as option.
+
+**Curator** (sees the data). Each served user contributes ``v_t = [x_{t,a_t}; y_t]`` (d+1), with the reward clipped
+to ``[-B, B]``; a :class:`~dpbandit.privacy.tree.TreeAggregator` releases the prefix sums of the (d+1)x(d+1) items
+``v v^T`` with :class:`~dpbandit.privacy.noise.SymmetricGaussianNoise` ``Z = (Z' + Z'^T)/sqrt 2`` per node
+(off-diagonal variance ``sigma_n^2``, diagonal ``2 sigma_n^2``; E5). From the noisy release
+``N = [[G + H~, u + h], [., .]]`` it publishes (the bottom-right entry, a sum of y^2, is never used or published)
+
+    V_t = N[:d, :d] + (2 Upsilon + lam) I,   theta_hat_t = V_t^{-1} N[:d, d],   beta_t,
+
+as a :class:`DPUCBRelease` of read-only arrays (the lower Cholesky factor of V_t rather than its inverse). The
+shifted regulariser ``2 Upsilon I`` (§7.4) keeps V_t positive definite with probability >= 1 - alpha; on the
+complementary event the factorisation fails and V_t is lifted to ``lambda_min = rho_min`` (post-processing, no
+privacy cost). ``lam`` is a ridge term on top of the paper's shift (the paper is lam = 0); it is negligible against
+``2 Upsilon`` when noise is on and makes the noise-off agent (epsilon = inf) ridge LinUCB with the OFUL width.
+
+**Action rule** (static; sees only the latest release and the current user's observation):
+``a_t = argmax_a  x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` (the square-root width; ties at random).
+
+**Constants** (§7.4 [recalled], E5): ``m = ceil(log2 T) + 1``, ``L~ = sqrt(L^2 + B^2)``,
+``Upsilon = sigma_n sqrt(2m) (4 sqrt d + 2 ln(2T/alpha))``, ``rho_min = Upsilon + lam``, ``rho_max = 3 Upsilon + lam``,
+``gamma = sigma_n sqrt(m) (sqrt d + sqrt(2 ln(2T/alpha))) / sqrt(rho_min)`` (the paper's gamma at lam = 0) and
+``beta_t = sigma sqrt(2 ln(2/alpha) + d ln(rho_max/rho_min + t L^2/(d rho_min))) + S sqrt(rho_max) + gamma``, where
+sigma is the reward noise's sub-Gaussian scale (E5: not sigma_n), S the l2 bound on theta, and t the public round
+count (in the disjoint form an upper bound on the arm's sample count, which is data-dependent and never released).
+
+**Node noise** ``sigma_n``:
+
+* ``calibration="tight"`` (default; ``spec/errata.md`` E6): ``sigma_n = sqrt(L_T) L~^2 / mu*`` with
+  ``L_T = floor(log2 T) + 1`` the nodes per item and ``mu*`` the analytic-Gaussian mu of (epsilon, delta);
+  T = 1e4, epsilon = 1, delta = 1e-4, L~^2 = 2: 23.84.
+* ``calibration="paper"``: ``sigma_n^2 = 16 m L~^4 ln(4/delta)^2 / epsilon^2`` (§7.4, valid for every epsilon by E5);
+  same point: 328.3 (it certifies epsilon = 0.051 there, which the report states).
+* ``epsilon = inf``: noise off, guarantee "none".
+
+**Sensitivity** (E5): ``||v||_2 <= L~`` with L the context l2 bound (for l_inf contexts of bound b, L = sqrt(d) b)
+and B the reward clip, so a replaced user changes an item by ``||v v^T - w w^T||_F <= sqrt(2) L~^2`` and every
+node is a Gaussian mechanism with Mahalanobis shift ``<= L~^2 / sigma_n``; the tree is one Gaussian with
+``mu = sqrt(L_T) L~^2 / sigma_n`` (``spec/dp-testing-and-accounting.md`` §1.1). Rewards are clipped to [-B, B]:
+B is the environment's reward bound when it is finite, else ``max|mean| + 4 noise_std`` (``reward_clip`` overrides
+either).
+
+**Joint DP** (billboard lemma, ``spec/private-oco-learners.md`` §7): the releases are (epsilon, delta)-DP in each
+user's data and the action of user t is a function of the release before t and user t's own observation, so the
+actions of all other users are (epsilon, delta)-JDP. Forms, from ``constants.structure``:
+
+* shared (one theta over per-arm features): one tree, the item of the played arm's feature vector.
+* disjoint (one model per arm): K trees on one clock; every round the played arm's tree gets ``v v^T`` and every
+  other arm's tree a zero item (so the tree layout never depends on the data). *A user whose data decides which
+  arm's tree gets the real item*: a neighbour either changes one tree's item (``||D||_F <= sqrt 2 L~^2``) or removes
+  ``v v^T`` from one tree and adds ``w w^T`` to another (``||D_1||_F^2 + ||D_2||_F^2 = ||v||^4 + ||w||^4 <= 2 L~^4``).
+  All nodes of all K trees carry independent noise of the same sigma_n and the two affected trees' nodes are at the
+  same levels, so the K trees together are one Gaussian mechanism with the same ``mu = sqrt(L_T) L~^2 / sigma_n``:
+  every arm's tree is calibrated at the full (epsilon, delta), with no split, and the ledger records the K trees as
+  that one mechanism.
+
+Cost per round: ``O(M (d+1)^2)`` tree work and ``O(M d^3)`` Cholesky, M = 1 (shared) or K (disjoint).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import lapack
+
+from dpbandit.agents.baselines import argmax_random_tie, check_arm
+from dpbandit.agents.private import Curator, PrivateAgent, check_context_bound
+from dpbandit.envs.constants import BanditConstants
+from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma
+from dpbandit.privacy.noise import SymmetricGaussianNoise
+from dpbandit.privacy.tree import TreeAggregator
+from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
+
+__all__ = ["CALIBRATIONS", "DPUCB", "DPUCBCalibration", "DPUCBCurator", "DPUCBRelease", "dpucb_sigma", "paper_levels"]
+
+#: Node-noise calibrations: E6 (tight) or the paper's formula (§7.4).
+CALIBRATIONS: tuple[str, ...] = ("tight", "paper")
+#: Default reward clip for unbounded rewards: max |mean| + this many noise standard deviations.
+CLIP_NOISE_STDS = 4.0
+
+
+def paper_levels(horizon: int) -> int:
+    """The papers' ``m = ceil(log2 T) + 1`` (>= the L_T = floor(log2 T) + 1 nodes an item really enters)."""
+    return (check_int("horizon", horizon, low=1) - 1).bit_length() + 1
+
+
+def dpucb_sigma(epsilon: float, delta: float, horizon: int, l_tilde: float, calibration: str = "tight") -> float:
+    """Node std sigma_n of the Gram-matrix tree: (epsilon, delta)-DP releases for items ``v v^T``, ``||v|| <= L~``.
+
+    "tight" (``spec/errata.md`` E6): ``sqrt(L_T) L~^2 / mu*``; "paper" (§7.4, E5): ``4 sqrt(m) L~^2 ln(4/delta) /
+    epsilon``. Known answers (T = 1e4, epsilon = 1, delta = 1e-4, L~ = sqrt 2): 23.84 and 328.3. ``epsilon = inf``
+    gives 0 (noise off).
+    """
+    epsilon = check_epsilon(epsilon, allow_inf=True)
+    delta = check_delta(delta, allow_zero=False)
+    l_tilde = check_real("l_tilde", l_tilde, low=0.0, low_inclusive=False)
+    calibration = check_choice("calibration", calibration, CALIBRATIONS)
+    check_int("horizon", horizon, low=1)
+    if math.isinf(epsilon):
+        return 0.0
+    if calibration == "paper":
+        return 4.0 * math.sqrt(paper_levels(horizon)) * l_tilde**2 * math.log(4.0 / delta) / epsilon
+    # E5: per-node Mahalanobis shift <= L~^2/sigma_n, i.e. a Gaussian of sensitivity L~^2 per node, L_T nodes.
+    return calibrate_tree_sigma(epsilon, delta, horizon, l_tilde**2, method="exact")
+
+
+@dataclass(frozen=True)
+class DPUCBCalibration:
+    """Every constant of one DP-UCB run (module docstring), derived from the environment's public constants."""
+
+    epsilon: float
+    delta: float
+    calibration: str  # "tight", "paper" or "none" (epsilon = inf)
+    horizon: int
+    dim: int
+    n_models: int
+    context_norm: str
+    context_bound: float
+    L: float  # l2 bound of a feature vector
+    B: float  # reward clip
+    l_tilde: float
+    sigma_n: float
+    m: int
+    alpha: float
+    lam: float
+    sigma: float  # sub-Gaussian scale of the reward noise (E5)
+    S: float  # l2 bound of theta
+    upsilon: float
+    rho_min: float
+    rho_max: float
+    gamma: float
+
+    @classmethod
+    def build(cls, c: BanditConstants, epsilon: float, delta: float, calibration: str, alpha: float, lam: float,
+              reward_clip: float | None) -> DPUCBCalibration:
+        d, T = c.dim, c.horizon
+        L = c.context_bound * (math.sqrt(d) if c.context_norm == "linf" else 1.0)
+        if reward_clip is not None:
+            B = reward_clip
+        elif math.isfinite(c.reward_bound):
+            B = c.reward_bound
+        else:
+            B = max(abs(c.mean_low), abs(c.mean_high)) + CLIP_NOISE_STDS * c.noise_std
+        l_tilde = math.sqrt(L * L + B * B)
+        private = math.isfinite(epsilon)
+        sigma_n = dpucb_sigma(epsilon, delta, T, l_tilde, calibration)
+        m = paper_levels(T)
+        log_term = math.log(2.0 * T / alpha)
+        upsilon = sigma_n * math.sqrt(2.0 * m) * (4.0 * math.sqrt(d) + 2.0 * log_term)
+        rho_min, rho_max = upsilon + lam, 3.0 * upsilon + lam
+        gamma = sigma_n * math.sqrt(m) * (math.sqrt(d) + math.sqrt(2.0 * log_term)) / math.sqrt(rho_min)
+        sigma = c.noise_std if c.link == "identity" else 0.5  # a {0, 1} reward is 1/2-sub-Gaussian
+        return cls(
+            epsilon=epsilon, delta=delta, calibration=calibration if private else "none", horizon=T, dim=d,
+            n_models=c.n_arms if c.structure == "disjoint" else 1, context_norm=c.context_norm,
+            context_bound=c.context_bound, L=L, B=B, l_tilde=l_tilde, sigma_n=sigma_n, m=m, alpha=alpha, lam=lam,
+            sigma=sigma, S=c.theta_bound, upsilon=upsilon, rho_min=rho_min, rho_max=rho_max, gamma=gamma,
+        )
+
+    @property
+    def shift(self) -> float:
+        """The regulariser added to the noisy Gram matrix: ``2 Upsilon + lam``."""
+        return 2.0 * self.upsilon + self.lam
+
+    def beta(self, t: int) -> float:
+        """Confidence width beta_t after t public rounds (§7.4, square-root form)."""
+        d = self.dim
+        inner = 2.0 * math.log(2.0 / self.alpha) + d * math.log(
+            self.rho_max / self.rho_min + t * self.L**2 / (d * self.rho_min))
+        return self.sigma * math.sqrt(inner) + self.S * math.sqrt(self.rho_max) + self.gamma
+
+    @property
+    def sensitivity_assumption(self) -> str:
+        bound = (f"||x||_inf <= {self.context_bound:g}, so ||x||_2 <= L = sqrt(d) {self.context_bound:g} = {self.L:.6g}"
+                 if self.context_norm == "linf" else f"||x||_2 <= L = {self.L:.6g}")
+        return (f"contexts {bound} (environment constants); rewards clipped to [-B, B], B = {self.B:.6g}; "
+                f"L~ = sqrt(L^2 + B^2) = {self.l_tilde:.6g}; one item [x; y][x; y]^T per user, replace-one change "
+                f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (spec/errata.md E5)")
+
+
+@dataclass(frozen=True)
+class DPUCBRelease:
+    """One publication of the DP-UCB curator (all arrays read-only and owned by the release).
+
+    ``cholesky`` (M, d, d): lower factors C of ``V_t = C C^T``; ``theta`` (M, d): ``V_t^{-1}`` times the noisy
+    response column; ``beta``: the width beta_t; ``t``: users served so far; M = 1 (shared) or K (disjoint).
+    """
+
+    t: int
+    cholesky: np.ndarray
+    theta: np.ndarray
+    beta: float
+    shared: bool
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+class DPUCBCurator(Curator):
+    """Owns the Gram-matrix tree(s) and publishes :class:`DPUCBRelease` s (module docstring).
+
+    ``cal`` fixes every constant (sigma_n included); ``rng`` is the job's "privacy" stream.
+    """
+
+    def __init__(self, cal: DPUCBCalibration, n_arms: int, rng: np.random.Generator) -> None:
+        self.cal = cal
+        self.n_arms = n_arms
+        d = cal.dim
+        noise = SymmetricGaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None
+        self._trees = [TreeAggregator((d + 1, d + 1), cal.horizon, noise, rng if noise else None)
+                       for _ in range(cal.n_models)]
+        self._zero = _frozen(np.zeros((d + 1, d + 1)))
+        self._v = np.empty(d + 1)
+        self._t = 0
+        self._release = self._publish()
+
+    def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
+        cal, d = self.cal, self.cal.dim
+        obs = np.asarray(observation, dtype=float)
+        if obs.shape != (self.n_arms, d):
+            raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, d)}, got {obs.shape}")
+        arm = check_arm(arm, self.n_arms)
+        reward = check_real("reward", reward)
+        check_context_bound(obs[arm], cal.context_norm, cal.context_bound)
+        if self._t >= cal.horizon:
+            raise ValueError(f"DP-UCB is calibrated for horizon T = {cal.horizon} (the environment's); cannot serve "
+                             f"user {self._t + 1}")
+        v = self._v
+        v[:d] = obs[arm]
+        v[d] = min(max(reward, -cal.B), cal.B)
+        item = np.multiply.outer(v, v)
+        if cal.n_models == 1:
+            self._trees[0].add(item)
+        else:  # disjoint: one real item, zero items elsewhere, one clock
+            for a, tree in enumerate(self._trees):
+                tree.add(item if a == arm else self._zero)
+        self._t += 1
+        self._release = self._publish()
+
+    def _publish(self) -> DPUCBRelease:
+        cal, d = self.cal, self.cal.dim
+        chol = np.empty((cal.n_models, d, d))
+        theta = np.empty((cal.n_models, d))
+        diag = np.arange(d)
+        for k, tree in enumerate(self._trees):
+            N = tree.release()
+            V = N[:d, :d]
+            V[diag, diag] += cal.shift
+            # Cholesky V = C C^T and theta = V^{-1} u by LAPACK potrf/potrs (what scipy.linalg.cho_factor/cho_solve
+            # call, without their per-call overhead; K factorisations per round in the disjoint form).
+            C, info = lapack.dpotrf(V, lower=1, clean=1)
+            if info > 0:  # probability <= alpha: the noise exceeded the 2 Upsilon margin; lift the spectrum
+                V[diag, diag] += cal.rho_min - np.linalg.eigvalsh(V)[0]
+                C, info = lapack.dpotrf(V, lower=1, clean=1)
+            if info != 0:
+                raise np.linalg.LinAlgError(f"Cholesky factorisation of V_t failed (LAPACK info {info})")
+            chol[k] = C
+            theta[k] = lapack.dpotrs(C, N[:d, d], lower=1)[0]
+        return DPUCBRelease(self._t, _frozen(chol), _frozen(theta), cal.beta(self._t), cal.n_models == 1)
+
+    def release(self) -> DPUCBRelease:
+        return self._release
+
+    def privacy_report(self):
+        cal = self.cal
+        ledger = PrivacyLedger(neighboring="replace-one")
+        form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm trees on one clock"
+        ledger.add_tree(self._trees[0], math.sqrt(2.0) * cal.l_tilde**2,
+                        mechanism=f"DP-UCB Gram-matrix tree ({form}; sigma_n: {cal.calibration})")
+        if cal.calibration == "none":
+            return ledger.report(cal.delta, guarantee="none", sensitivity_assumption=cal.sensitivity_assumption,
+                                 note="epsilon = inf: noise off, no privacy guarantee (ridge LinUCB, OFUL width)")
+        note = (f"target (epsilon, delta) = ({cal.epsilon:g}, {cal.delta:g}); sigma_n = {cal.sigma_n:.6g} "
+                f"({'spec/errata.md E6' if cal.calibration == 'tight' else 'spec/han-frank-wolfe.md §7.4, E5'}); "
+                f"Upsilon = {cal.upsilon:.6g}, regulariser 2 Upsilon + lam = {cal.shift:.6g}, alpha = {cal.alpha:g}. "
+                "JDP by the billboard lemma: actions use only the releases and the user's own context.")
+        if cal.n_models > 1:
+            note += (" Disjoint form: a user's data decides which arm's tree gets the real item; the change over all "
+                     "K trees is <= sqrt(2) L~^2 in Frobenius norm either way, so the K trees are one Gaussian "
+                     "mechanism, accounted once at the full budget.")
+        return ledger.report(cal.delta, guarantee="JDP", sensitivity_assumption=cal.sensitivity_assumption,
+                             note=note)
+
+
+class DPUCB(PrivateAgent):
+    """DP-UCB (Shariff & Sheffet 2018), (epsilon, delta)-JDP; shared or disjoint as the environment's structure.
+
+    Parameters
+    ----------
+    epsilon:
+        > 0, or ``inf`` for noise off (guarantee "none").
+    delta:
+        In (0, 1); default 1/T.
+    calibration:
+        Node noise: ``"tight"`` (E6, default) or ``"paper"`` (§7.4); recorded in the privacy report.
+    alpha:
+        Failure probability of the confidence bounds, in (0, 1); default 1/T.
+    lam:
+        Ridge term added to the shift 2 Upsilon, >= 0 (the paper: 0); must be > 0 when epsilon = inf.
+    reward_clip:
+        B > 0: rewards are clipped to [-B, B] (default: the environment's reward bound, or max|mean| + 4 noise_std
+        when rewards are unbounded).
+    horizon:
+        Optional check: must equal the environment's T (the trees and widths are sized by it).
+    """
+
+    name = "dp_ucb"
+
+    def __init__(self, constants: BanditConstants, epsilon: float = 1.0, delta: float | None = None,
+                 calibration: str = "tight", alpha: float | None = None, lam: float = 1.0,
+                 reward_clip: float | None = None, horizon: int | None = None):
+        if not isinstance(constants, BanditConstants):
+            raise TypeError(f"constants must be a BanditConstants, got {type(constants).__name__}")
+        T = constants.horizon
+        epsilon = check_epsilon(epsilon, allow_inf=True)
+        if horizon is not None and check_int("horizon", horizon, low=1) != T:
+            raise ValueError(f"horizon must equal the environment's horizon T = {T} (the trees and confidence "
+                             f"widths are sized by it), got {horizon}")
+        if T < 2 and (delta is None or alpha is None):
+            raise ValueError("delta and alpha default to 1/T, which is not in (0, 1) for T = 1; pass both")
+        delta = 1.0 / T if delta is None else check_delta(delta, allow_zero=False)
+        alpha = 1.0 / T if alpha is None else check_real("alpha", alpha, low=0.0, high=1.0, low_inclusive=False,
+                                                         high_inclusive=False)
+        calibration = check_choice("calibration", calibration, CALIBRATIONS)
+        lam = check_real("lam", lam, low=0.0)
+        if math.isinf(epsilon) and lam == 0.0:
+            raise ValueError("lam must be > 0 when epsilon = inf (noise off: no 2 Upsilon shift regularises V_t)")
+        if reward_clip is not None:
+            reward_clip = check_real("reward_clip", reward_clip, low=0.0, low_inclusive=False)
+        self.epsilon, self.delta, self.calibration = epsilon, delta, calibration
+        self.cal = DPUCBCalibration.build(constants, epsilon, delta, calibration, alpha, lam, reward_clip)
+        super().__init__(constants)
+
+    def _make_curator(self, privacy_rng: np.random.Generator) -> DPUCBCurator:
+        return DPUCBCurator(self.cal, self.n_arms, privacy_rng)
+
+    @staticmethod
+    def action_rule(release: DPUCBRelease, observation: np.ndarray, rng: np.random.Generator) -> int:
+        """``argmax_a x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` from the release and this user's (K, d) features."""
+        X = np.asarray(observation, dtype=float)
+        C, theta = release.cholesky, release.theta
+        # One triangular solve per arm, ||C^{-1} x_a||_2 = ||x_a||_{V^{-1}}: vector solves (dtrsv) stay
+        # single-threaded, unlike a multi-right-hand-side solve, whose BLAS threads stall on a loaded machine.
+        models = [0] * X.shape[0] if release.shared else range(X.shape[0])
+        widths = np.array([math.sqrt(w @ w) for w in (lapack.dtrtrs(C[m], x, lower=1)[0] for m, x in zip(models, X))])
+        means = X @ theta[0] if release.shared else np.einsum("kd,kd->k", X, theta)
+        return argmax_random_tie(means + release.beta * widths, rng)

@@ -1,0 +1,304 @@
+"""Online-convex-optimisation learners as contextual-bandit agents (``spec/private-oco-learners.md`` §7).
+
+:class:`OCOAgent` keeps one registered streaming learner (:data:`dpbandit.optim.registry.LEARNERS`) per arm, on
+the squared loss ``(1/2)(r - <x, theta>)^2`` or the logistic loss, and acts greedily (or epsilon-greedily) on the
+learners' released parameters: ``a_t = argmax_a <x_{t,a}, theta_hat_a>``.
+
+Feedback modes:
+
+* ``"bandit"``: only the learner of the played arm receives the user's sample; every other learner receives the
+  synthetic zero sample ``update(zeros(d), 0)`` (a zero leaf for tree learners, a zero-gradient report for the
+  local-DP learners), so that all learners share one clock and the tree layout never depends on the data (§7,
+  feeding option 1). With local-DP learners the user thus sends one randomised report to every arm, and the
+  server cannot tell from the reports which arm was played.
+* ``"full"``: every arm's learner receives its realised reward from ``info["rewards"]`` (an environment made with
+  ``full_information=True``); the fed losses are then genuine full-information OCO losses (feeding option 2).
+
+Privacy (§7, ``spec/dp-testing-and-accounting.md`` §8). The agent is a
+:class:`~dpbandit.agents.private.PrivateAgent`: the curator owns the learners; the action rule is a static function
+of the latest release (the stacked iterates, the billboard) and the current user's own features. One user is one
+round's contexts and rewards; neighbours replace one user. A neighbour changes the samples of
+
+* at most two learners in bandit mode (the two arms the two versions of the user play), or one learner when the
+  learner declares ``zero_sample_halves_sensitivity`` (a real sample and the zero sample differ by at most half of
+  the learner's calibrated sensitivity, so the two-learner case costs no more than the same-learner case: §7
+  "Calibrate every learner's own tree with Delta_2 = 2L and the full epsilon");
+* all K learners in full-information mode.
+
+The agent's ledger composes that many copies of one learner's ledger. The learner's guarantee is routed as the
+table of §7 says: "DP" -> "JDP" (billboard lemma: the other users' actions are post-processing of the releases),
+"window-DP" -> "window-JDP" (users older than the window are not protected), "LDP" -> "LDP" per user (randomiser
+level; implies DP of everything downstream). The report's ``mechanisms``, ``composition`` and ``note`` name the
+learner, the feedback mode and the routing; guarantee types are never merged.
+
+Warning (§7): the DP noise explores implicitly but gives no bandit-regret guarantee; the learners' OCO regret bounds
+apply to the losses they are fed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dpbandit.agents.baselines import argmax_random_tie, check_arm
+from dpbandit.agents.private import Curator, PrivateAgent
+from dpbandit.envs.constants import BanditConstants
+from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss
+from dpbandit.optim.protocol import StreamingLearner
+from dpbandit.optim.registry import (
+    learner_class,
+    learner_hyperparameters,
+    make_learner,
+    requires_strong_convexity,
+    with_known_constants,
+)
+from dpbandit.privacy.ledger import PrivacyLedger
+from dpbandit.privacy.report import PrivacyReport
+from dpbandit.validation import check_choice, check_probability, check_real
+
+__all__ = ["FEEDBACK", "ROUTE", "DEFAULT_MU", "OCORelease", "OCOAgent"]
+
+#: Feedback modes of the adapter.
+FEEDBACK: tuple[str, ...] = ("bandit", "full")
+#: Learner guarantee -> guarantee of the agent's actions (``spec/private-oco-learners.md`` §7 table).
+ROUTE: dict[str, str] = {"DP": "JDP", "window-DP": "window-JDP", "LDP": "LDP", "none": "none"}
+#: Ridge given to strongly convex learners when ``mu`` is not set.
+DEFAULT_MU = 0.1
+_UNIT = "one user = one round's contexts and rewards (x_{t,a}, r_{t,a})_a; neighbours replace one round"
+_LOSSES: dict[str, type[Loss]] = {"squared": SquaredLoss, "logistic": LogisticLoss}
+
+
+@dataclass(frozen=True)
+class OCORelease:
+    """The billboard: the learners' released iterates ``thetas`` (K, d), read-only, and the public exploration
+    probability."""
+
+    thetas: np.ndarray
+    exploration: float
+
+
+class _LearnersCurator(Curator):
+    """Owns the K learners; sees each served user's data; publishes only the learners' releases."""
+
+    def __init__(self, learners: list[StreamingLearner], feedback: str, exploration: float,
+                 report: PrivacyReport) -> None:
+        self.learners = learners
+        self.feedback = feedback
+        self.exploration = exploration
+        self._report = report
+        self._zero = np.zeros(learners[0].dim)
+        self._publish()
+
+    def _publish(self) -> None:
+        thetas = np.stack([learner.predict() for learner in self.learners])
+        thetas.flags.writeable = False
+        self._release = OCORelease(thetas, self.exploration)
+
+    def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
+        """Bandit feedback: the played arm's learner gets ``(x_{t,a}, r_t)``, the others the zero sample."""
+        for a, learner in enumerate(self.learners):
+            if a == arm:
+                learner.update(observation[a], reward)
+            else:
+                learner.update(self._zero, 0.0)
+        self._publish()
+
+    def observe_all(self, observation: np.ndarray, rewards: np.ndarray) -> None:
+        """Full information: every arm's learner gets ``(x_{t,a}, r_{t,a})``."""
+        for a, learner in enumerate(self.learners):
+            learner.update(observation[a], float(rewards[a]))
+        self._publish()
+
+    def release(self) -> OCORelease:
+        return self._release
+
+    def privacy_report(self) -> PrivacyReport:
+        return self._report
+
+
+class OCOAgent(PrivateAgent):
+    """One registered OCO learner per arm, greedy or epsilon-greedy on the released parameters.
+
+    Parameters
+    ----------
+    learner:
+        A name of :data:`dpbandit.optim.registry.LEARNERS` (e.g. ``"ldp-coordinatewise"``).
+    loss:
+        ``"squared"`` (``(1/2)(r - <x, theta>)^2``, §7), ``"logistic"`` (rewards in {0, 1}), or None: squared for
+        the identity link, logistic for the logistic and probit links.
+    feedback:
+        ``"bandit"`` (chosen arm only) or ``"full"`` (every arm's realised reward; needs an environment made with
+        ``full_information=True``).
+    exploration:
+        Probability in [0, 1] of a uniformly random arm (epsilon-greedy, drawn from the exploration stream);
+        0 is greedy.
+    mu:
+        Ridge ``mu >= 0`` of the per-arm losses ``loss + (mu/2)||theta||^2`` (§7: the ridge supplies the strong
+        convexity). None: :data:`DEFAULT_MU` for learners that need strong convexity (PIGD, PFTAL, ...), the
+        learner's own default otherwise (0 for the local-DP learners).
+    learner_params:
+        The learner's own hyperparameters (``dpbandit.optim.registry.learner_hyperparameters(learner)``), e.g.
+        ``{"tau": 0.5}`` or ``{"epsilon": 1.0, "window": 64}``; ``dim``, ``horizon``, ``loss`` and ``rng`` are set by
+        the agent, and the environment's public bounds (:meth:`known_constants`) fill ``x_bound``, ``y_bound`` and
+        ``radius`` when the learner takes them.
+    """
+
+    name: ClassVar[str] = "oco"
+
+    def __init__(self, constants: BanditConstants, learner: str = "ldp-coordinatewise", loss: str | None = None,
+                 feedback: str = "bandit", exploration: float = 0.0, mu: float | None = None,
+                 learner_params: dict | None = None):
+        if not isinstance(constants, BanditConstants):
+            raise TypeError(f"constants must be a BanditConstants, got {type(constants).__name__}")
+        self.learner_name = learner
+        cls = learner_class(learner)
+        if loss is None:
+            loss = "squared" if constants.link == "identity" else "logistic"
+        self.loss_name = check_choice("loss", loss, tuple(_LOSSES))
+        self.feedback = check_choice("feedback", feedback, FEEDBACK)
+        self.exploration = check_probability("exploration", exploration)
+        if learner_params is None:
+            learner_params = {}
+        if not isinstance(learner_params, dict):
+            raise TypeError(f"learner_params must be a dict of the learner's hyperparameters, got {learner_params!r}")
+        reserved = {"dim", "horizon", "loss", "rng", "mu"} & set(learner_params)
+        if reserved:
+            raise TypeError(f"learner_params must not set {sorted(reserved)}: the agent sets dim, horizon, loss "
+                            f"(use loss=), mu (use mu=) and rng; accepted: "
+                            f"{', '.join(learner_hyperparameters(learner))}")
+        if mu is None:
+            mu = DEFAULT_MU if requires_strong_convexity(learner) else None
+        elif "mu" not in learner_hyperparameters(learner):
+            raise TypeError(f"mu: learner {learner!r} takes no ridge parameter")
+        self.mu = None if mu is None else check_real("mu", mu, low=0.0)
+        self.learner_params = dict(learner_params) if self.mu is None else {**learner_params, "mu": self.mu}
+        self._loss = SquaredLoss(scale=0.5) if self.loss_name == "squared" else LogisticLoss()
+        self._learner_cls = cls
+        super().__init__(constants)  # builds the first curator: invalid learner parameters raise here
+        self.private = self.curator.privacy_report().guarantee != "none"
+
+    @classmethod
+    def from_env(cls, env: Any, **params: Any) -> OCOAgent:
+        """Build the agent for a dpbandit environment; full-information feedback is refused up front when the
+        environment does not reveal every arm's reward."""
+        if params.get("feedback", "bandit") == "full":
+            config = getattr(env.unwrapped, "config", {})
+            if not config.get("full_information", False):
+                raise ValueError("feedback='full' needs every arm's realised reward: make the environment with "
+                                 "full_information=True (e.g. gymnasium.make(id, full_information=True)), or use "
+                                 "feedback='bandit'")
+        return cls(env.unwrapped.constants, **params)
+
+    # -- curator --------------------------------------------------------------------------------------------------
+
+    def known_constants(self) -> dict[str, float]:
+        """Public bounds of the environment a learner may calibrate to (passed when it accepts them and
+        ``learner_params`` does not set them): ``x_bound`` (``||x||_2``), ``y_bound`` (``|r|``; for unbounded
+        Gaussian rewards the largest mean plus 4 noise standard deviations — learners clip the rare larger rewards,
+        their sensitivities hold for any input) and ``radius`` (``||theta||_2``; ``||.||_2 <= ||.||_1``)."""
+        c = self.constants
+        root_d = math.sqrt(c.dim)
+        y_bound = c.reward_bound
+        if not math.isfinite(y_bound):
+            y_bound = max(abs(c.mean_low), abs(c.mean_high)) + 4.0 * c.noise_std
+        return dict(x_bound=c.context_bound * (root_d if c.context_norm == "linf" else 1.0), y_bound=y_bound,
+                    radius=c.theta_bound * (root_d if c.theta_norm == "linf" else 1.0))
+
+    def _make_curator(self, privacy_rng: np.random.Generator) -> _LearnersCurator:
+        """Fresh learners (one per arm, all drawing from ``privacy_rng``) and the agent's report."""
+        c = self.constants
+        params = with_known_constants(self.learner_name, self.learner_params, **self.known_constants())
+        learners = [make_learner(self.learner_name, c.dim, c.horizon, loss=self._loss, rng=privacy_rng, **params)
+                    for _ in range(c.n_arms)]
+        return _LearnersCurator(learners, self.feedback, self.exploration, self._agent_report(learners[0]))
+
+    @property
+    def learners(self) -> list[StreamingLearner]:
+        """The current curator's learners (one per arm)."""
+        return self.curator.learners
+
+    def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
+        arm = check_arm(arm, self.n_arms)
+        if self.feedback == "full":
+            rewards = info.get("rewards") if isinstance(info, dict) else None
+            if rewards is None:
+                raise ValueError("feedback='full' needs info['rewards'] (every arm's realised reward): make the "
+                                 "environment with full_information=True, or use feedback='bandit'")
+            self.curator.observe_all(observation, np.asarray(rewards, dtype=float))
+        else:
+            self.curator.observe(observation, arm, reward)
+        self._release = self.curator.release()
+
+    # -- action rule (sees only the billboard and this user's features) -------------------------------------------
+
+    @staticmethod
+    def action_rule(release: OCORelease, observation: np.ndarray, rng: np.random.Generator) -> int:
+        """Epsilon-greedy on ``<x_{t,a}, theta_hat_a>`` (greedy when ``release.exploration == 0``; the logistic link
+        is monotone, so the linear score ranks arms as the mean reward does)."""
+        n_arms = release.thetas.shape[0]
+        if release.exploration > 0.0 and rng.random() < release.exploration:
+            return int(rng.integers(n_arms))
+        return argmax_random_tie(np.einsum("kd,kd->k", observation, release.thetas), rng)
+
+    # -- privacy --------------------------------------------------------------------------------------------------
+
+    def _copies(self) -> int:
+        """How many learners one user's data can change (see the module docstring)."""
+        if self.feedback == "full":
+            return self.n_arms
+        if getattr(self._learner_cls, "zero_sample_halves_sensitivity", False):
+            return 1
+        return min(2, self.n_arms)
+
+    def _agent_report(self, learner: StreamingLearner) -> PrivacyReport:
+        """The agent's report from one (freshly built) learner's report and ledger."""
+        base = learner.privacy_report()
+        described = f"{self.learner_name} x {self.n_arms} arms, {self.feedback} feedback"
+        if base is None or base.guarantee == "none":
+            note = (base.note + "; " if base is not None and base.note else "")
+            return dataclasses.replace(
+                PrivacyReport.non_private(self.name, note=f"{note}learner {self.learner_name!r} is not private "
+                                                          f"({self.feedback} feedback): no guarantee"),
+                privacy_unit=_UNIT, mechanisms=(described,))
+        guarantee = ROUTE[base.guarantee]
+        if getattr(learner, "ledger", None) is None:
+            raise ValueError(f"learner {self.learner_name!r} reports guarantee {base.guarantee!r} but keeps no ledger: "
+                             "the agent cannot compose its releases")
+        copies = self._copies()
+        ledger = PrivacyLedger(neighboring=learner.ledger.neighboring, unit=_UNIT)
+        for _ in range(copies):  # the learner's unit (one sample) is one arm's part of the agent's unit (one user)
+            for event in learner.ledger.events:
+                ledger.add_event(event)
+        why = {
+            "full": f"full information: every one of the K = {self.n_arms} learners sees the user's data",
+            "bandit": ("bandit feedback with zero samples for the arms not played: a neighbour changes one "
+                       "learner's sample, or two learners' samples by at most half the calibrated sensitivity "
+                       "each (spec/private-oco-learners.md §7)") if copies == 1 else
+                      (f"bandit feedback with zero samples for the arms not played: a neighbour changes the samples "
+                       f"of at most {copies} learners"),
+        }[self.feedback]
+        routing = {
+            "JDP": "JDP by the billboard lemma: the released iterates are DP, each action depends on them and the "
+                   "user's own features only",
+            "window-JDP": f"window-JDP, W={base.window}: only the users of the last W rounds are protected; older "
+                          "users have no guarantee (spec/private-oco-learners.md §3.1); never comparable to JDP",
+            "LDP": "LDP, per-user epsilon_t at the randomiser level (each user sends one report to every learner); "
+                   "no trusted curator. Warning: logging the action a_t centrally leaks x_t outside the LDP "
+                   "guarantee (spec/private-oco-learners.md §7)",
+        }[guarantee]
+        report = ledger.report(base.delta, guarantee=guarantee, sensitivity_assumption=base.sensitivity_assumption,
+                               note=f"{routing}. Learner: {base.note}" if base.note else routing)
+        return dataclasses.replace(
+            report,
+            mechanisms=(described, *report.mechanisms),
+            composition=f"{self.feedback} feedback: {copies} cop{'y' if copies == 1 else 'ies'} of the learner's "
+                        f"ledger ({why}); {report.composition}",
+        )
+
+    def __repr__(self) -> str:
+        return (f"OCOAgent(K={self.n_arms}, d={self.dim}, learner={self.learner_name!r}, loss={self.loss_name!r}, "
+                f"feedback={self.feedback!r}, exploration={self.exploration})")

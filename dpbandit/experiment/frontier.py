@@ -1,0 +1,450 @@
+"""The privacy–regret frontier: final cumulative regret of private agents against epsilon, per horizon.
+
+The sweep is one :class:`~dpbandit.experiment.config.ExperimentConfig` (one environment per horizon T) run by
+:func:`~dpbandit.experiment.runner.run_experiment` (the same jobs, seeding, resumption and files as every run):
+each private agent once per epsilon (``inf`` = noise off), plus the non-private references (uniform random play
+and, by default, LinUCB) once per horizon. Every agent of a horizon sees the same environment instances and users
+(common random numbers). The run directory holds::
+
+    <out>/<name>/
+        results.csv     the tidy table (dpbandit.experiment.results.COLUMNS) plus epsilon, horizon, role
+        frontier.csv    final regret per (agent, epsilon, horizon): mean, 95% CI, std, seeds, guarantee,
+                        accounted epsilon and delta of the agent's privacy report
+        frontier.png    final regret against epsilon (log axis, inf = noise off at the right), 95% CI bands, the
+                        references as horizontal bands, one panel per horizon
+        manifest.json   configuration, versions, privacy reports, the runs, the first epsilon beating random by 2x
+        sweep/          the runner's run directory (jobs/, results.csv, summary.csv, regret.png, manifest.json)
+
+Epsilon is the axis of one guarantee type: private agents whose reports name different guarantees (e.g. JDP and
+window-JDP) are refused, and so is the published-code comparison mode (``spec/README.md`` rule 2,
+``spec/han-frank-wolfe.md`` §9.5).
+
+Python: ``run_frontier(FrontierConfig(agents=("dp_ucb",), horizons=(10_000,)))``. Command line:
+``dpbandit frontier [--quick] [--env ID] [--agents ...] [--epsilons ...] [--horizons ...]`` (:func:`main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import gymnasium
+import numpy as np
+import pandas as pd
+
+import dpbandit.envs  # noqa: F401  (registers the environments)
+from dpbandit.agents import AGENTS, hyperparameters, make_agent
+from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, _parse_seeds
+from dpbandit.experiment.results import COLUMNS, mean_ci, package_versions, write_atomic, write_json_atomic
+from dpbandit.experiment.runner import run_experiment
+from dpbandit.privacy.report import CORRECT
+from dpbandit.validation import check_delta, check_epsilon, check_int
+
+__all__ = ["EPSILONS", "HORIZONS", "QUICK", "FrontierConfig", "FrontierResult", "run_frontier", "frontier_table",
+           "first_epsilon_beating", "plot_frontier", "main"]
+
+EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
+HORIZONS: tuple[int, ...] = (10_000, 100_000)
+#: The ``--quick`` grid: a few seconds per private agent.
+QUICK: dict[str, Any] = dict(epsilons=(1.0, 16.0, math.inf), horizons=(500, 2000), seeds=2, checkpoints=10)
+RESULT_COLUMNS = (*COLUMNS, "epsilon", "horizon", "role")
+
+
+def private_agents() -> tuple[str, ...]:
+    """Registry names of the private agents with an ``epsilon`` hyperparameter (the ones a sweep can run)."""
+    return tuple(name for name, cls in AGENTS.items() if cls.private and "epsilon" in hyperparameters(name))
+
+
+def _eps_text(eps: float) -> str:
+    return "inf" if math.isinf(eps) else f"{eps:g}"
+
+
+def _jsonable(value: Any) -> Any:
+    """NaN -> None and inf -> "inf", so manifests stay strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else _eps_text(value)
+    return value
+
+
+def _agent_names(key: str, names: Any, *, private: bool) -> tuple[str, ...]:
+    """Registry names, each private (with an ``epsilon`` to sweep) or each non-private."""
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        raise TypeError(f"{key} must be a sequence of agent registry names, got {names!r}")
+    for n in names:
+        if n not in AGENTS:
+            raise ValueError(f"unknown agent {n!r} in {key}; known agents: {', '.join(sorted(AGENTS))}")
+        if private and not AGENTS[n].private:
+            raise ValueError(f"agent {n!r} is not private; list non-private agents under references")
+        if private and "epsilon" not in hyperparameters(n):
+            raise ValueError(f"private agent {n!r} has no 'epsilon' hyperparameter to sweep")
+        if not private and AGENTS[n].private:
+            raise ValueError(f"reference {n!r} is a private agent; list it under agents")
+    if len(set(names)) != len(names):
+        raise ValueError(f"{key} must not repeat names, got {list(names)}")
+    if private and not names:
+        raise ValueError(f"agents must name at least one private agent; registered: {private_agents()}")
+    return tuple(names)
+
+
+def _unique_sorted(key: str, values: Any, check) -> tuple:
+    values = tuple(check(v) for v in values)
+    if not values:
+        raise ValueError(f"{key} must list at least one value")
+    if len(set(values)) != len(values):
+        raise ValueError(f"{key} must not repeat, got {list(values)}")
+    return tuple(sorted(values))
+
+
+@dataclass(frozen=True)
+class FrontierConfig:
+    """A frontier sweep (validated on construction; agents are built once per horizon before any job runs).
+
+    ``agents``: private registry names (default: every registered private agent with an ``epsilon``
+    hyperparameter), each run at every epsilon;
+    ``references``: non-private registry names run once per horizon (the plot's horizontal bands);
+    ``delta``: passed to every private agent (None: each agent's default, 1/T for DP-UCB);
+    ``agent_params``: extra hyperparameters per registry name; ``env_kwargs``: environment keywords (the horizon
+    is set per sweep point).
+    """
+
+    env_id: str = "dpbandit/HanFigure51-K2-v0"
+    agents: tuple[str, ...] = field(default_factory=private_agents)
+    epsilons: tuple[float, ...] = EPSILONS
+    horizons: tuple[int, ...] = HORIZONS
+    seeds: Any = 5
+    delta: float | None = None
+    references: tuple[str, ...] = ("random", "linucb")
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    agent_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    n_jobs: int = 2
+    checkpoints: int = 20
+    name: str = "frontier"
+    out: str = "runs"
+
+    def __post_init__(self) -> None:
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
+        set_("agents", _agent_names("agents", self.agents, private=True))
+        set_("references", _agent_names("references", self.references, private=False))
+        set_("epsilons", _unique_sorted("epsilons", self.epsilons, lambda e: check_epsilon(e, "epsilons entry",
+                                                                                          allow_inf=True)))
+        set_("horizons", _unique_sorted("horizons", self.horizons, lambda h: check_int("horizons entry", h, low=2)))
+        set_("seeds", _parse_seeds(self.seeds))
+        if self.delta is not None:
+            set_("delta", check_delta(self.delta, allow_zero=False))
+        set_("env_kwargs", dict(self.env_kwargs))
+        if "horizon" in self.env_kwargs:
+            raise ValueError("env_kwargs must not set 'horizon': the sweep sets it from horizons")
+        set_("agent_params", {k: dict(v) for k, v in self.agent_params.items()})
+        for n, params in self.agent_params.items():
+            if n not in (*self.agents, *self.references):
+                raise ValueError(f"agent_params names {n!r}, which is neither in agents nor in references")
+            if {"epsilon", "delta"} & set(params):
+                raise ValueError(f"agent_params[{n!r}] must not set epsilon or delta (set by the sweep)")
+        check_int("n_jobs", self.n_jobs, low=1)
+        check_int("checkpoints", self.checkpoints, low=2)
+        if not isinstance(self.name, str) or not self.name or "/" in self.name:
+            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+
+    def env_label(self, horizon: int) -> str:
+        return f"T={horizon}"
+
+    def experiment(self) -> tuple[ExperimentConfig, dict[str, tuple[str, float, str]]]:
+        """The whole sweep as one experiment (one environment per horizon, one agent per (agent, epsilon), the
+        references) and its label map ``agent label -> (agent, epsilon, role)``."""
+        specs, labels = [], {}
+        for name in self.agents:
+            for eps in self.epsilons:
+                params = {**self.agent_params.get(name, {}), "epsilon": eps}
+                if self.delta is not None:
+                    params["delta"] = self.delta
+                label = f"{name} eps={_eps_text(eps)}"
+                specs.append(AgentSpec(name, label, params))
+                labels[label] = (name, eps, "private")
+        for name in self.references:
+            specs.append(AgentSpec(name, name, self.agent_params.get(name, {})))
+            labels[name] = (name, math.inf, "reference")
+        envs = tuple(EnvSpec(self.env_id, {**self.env_kwargs, "horizon": T}, self.env_label(T)) for T in self.horizons)
+        config = ExperimentConfig(envs=envs, agents=tuple(specs), seeds=self.seeds, n_jobs=self.n_jobs,
+                                  checkpoints=self.checkpoints, name="sweep")
+        return config, labels
+
+    def to_dict(self) -> dict:
+        return {
+            "env_id": self.env_id, "env_kwargs": dict(self.env_kwargs), "agents": list(self.agents),
+            "epsilons": [_eps_text(e) for e in self.epsilons], "horizons": list(self.horizons),
+            "seeds": list(self.seeds), "delta": self.delta, "references": list(self.references),
+            "agent_params": dict(self.agent_params), "n_jobs": self.n_jobs, "checkpoints": self.checkpoints,
+            "name": self.name,
+        }
+
+
+@dataclass(frozen=True)
+class FrontierResult:
+    """What :func:`run_frontier` produced (paths None for an in-memory run)."""
+
+    results: pd.DataFrame
+    frontier: pd.DataFrame
+    beats_random: pd.DataFrame
+    run_dir: Path | None
+    plot_path: Path | None
+
+
+def _privacy_reports(fc: FrontierConfig) -> dict[tuple[str, float, int], Any]:
+    """Each private agent's report per (agent, epsilon, horizon); refuses mixed guarantees and published modes."""
+    config, labels = fc.experiment()
+    reports, kinds = {}, set()
+    for T, env_spec in zip(fc.horizons, config.envs):
+        env = gymnasium.make(env_spec.id, **env_spec.kwargs)
+        try:
+            for spec in config.agents:
+                name, eps, role = labels[spec.label]
+                if role != "private":
+                    continue
+                report = make_agent(spec.type, env, **spec.params).privacy_report()
+                if report is None or report.calibration_mode != CORRECT:
+                    raise ValueError(f"agent {name!r} at epsilon={_eps_text(eps)} is not a correctly calibrated "
+                                     "private run; the frontier only aggregates private results")
+                if math.isfinite(eps):
+                    if report.guarantee == "none":
+                        raise ValueError(f"agent {name!r} reports no guarantee at epsilon={eps:g}")
+                    kinds.add((report.guarantee, report.window))
+                reports[(name, eps, T)] = report
+        finally:
+            env.close()
+    if len(kinds) > 1:
+        raise ValueError(f"the private agents report different guarantee types {sorted(map(str, kinds))}: they "
+                         "cannot share one epsilon axis; run them in separate frontiers")
+    return reports
+
+
+def frontier_table(results: pd.DataFrame, reports: Mapping | None = None, level: float = 0.95) -> pd.DataFrame:
+    """Final cumulative regret per (agent, role, epsilon, horizon): mean, Student-t CI half-width, std, seeds.
+
+    ``results`` has :data:`RESULT_COLUMNS`; ``reports`` (optional) maps (agent, epsilon, horizon) to the privacy
+    report whose guarantee, accounted epsilon and delta are added.
+    """
+    last = results[results["t"] == results["horizon"]]
+    rows = []
+    for (agent, role, eps, T), g in last.groupby(["agent", "role", "epsilon", "horizon"], sort=False):
+        values = g["cumulative_regret"].to_numpy()
+        mean, half = mean_ci(values, level)
+        report = (reports or {}).get((agent, eps, T))
+        rows.append({
+            "agent": agent, "role": role, "epsilon": float(eps), "horizon": int(T), "seeds": int(values.size),
+            "final_regret_mean": mean, "final_regret_ci95": half,
+            "final_regret_std": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+            "guarantee": report.guarantee if report is not None else "none",
+            "reported_epsilon": report.epsilon if report is not None else math.inf,
+            "delta": report.delta if report is not None else 0.0,
+        })
+    table = pd.DataFrame(rows)
+    return table.sort_values(["horizon", "role", "agent", "epsilon"], kind="stable").reset_index(drop=True)
+
+
+def first_epsilon_beating(frontier: pd.DataFrame, factor: float = 2.0, reference: str = "random") -> pd.DataFrame:
+    """Per (private agent, horizon): the smallest epsilon whose mean final regret is below ``reference``'s / factor
+    (NaN if none), with the regret ratio reference/agent at that epsilon."""
+    rows = []
+    for T, tab in frontier.groupby("horizon", sort=True):
+        ref = tab[(tab["role"] == "reference") & (tab["agent"] == reference)]
+        if ref.empty:
+            raise ValueError(f"reference agent {reference!r} is not in the frontier table")
+        ref_mean = float(ref["final_regret_mean"].iloc[0])
+        for agent, g in tab[tab["role"] == "private"].groupby("agent", sort=False):
+            g = g.sort_values("epsilon")
+            ok = g[g["final_regret_mean"] * factor < ref_mean]
+            eps = float(ok["epsilon"].iloc[0]) if len(ok) else math.nan
+            ratio = ref_mean / float(ok["final_regret_mean"].iloc[0]) if len(ok) else math.nan
+            rows.append({"agent": agent, "horizon": int(T), "factor": factor, "epsilon": eps,
+                         "ratio_at_epsilon": ratio, f"{reference}_regret": ref_mean})
+    return pd.DataFrame(rows)
+
+
+def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None = None) -> Path:
+    """Final regret against epsilon (log x; inf drawn at the right as "inf (noise off)"), CI bands, references as
+    horizontal bands; one panel per horizon. Returns the written path."""
+    from dpbandit.experiment.plots import plt, sns  # the Agg backend is selected there
+
+    horizons = sorted(frontier["horizon"].unique())
+    priv = frontier[frontier["role"] == "private"]
+    finite = sorted(e for e in priv["epsilon"].unique() if math.isfinite(e))
+    x_inf = (max(finite) if finite else 1.0) * 4.0
+    ticks = [*finite, *([x_inf] if (~np.isfinite(priv["epsilon"])).any() else [])]
+    agents = list(dict.fromkeys(frontier["agent"]))
+    palette = dict(zip(agents, sns.color_palette("colorblind", len(agents))))
+    guarantee = next((g for g in priv["guarantee"] if g != "none"), "JDP")
+    sns.set_theme(style="whitegrid", context="notebook")
+    fig, axes = plt.subplots(1, len(horizons), figsize=(5.6 * len(horizons), 4.6), squeeze=False)
+    for ax, T in zip(axes[0], horizons):
+        tab = frontier[frontier["horizon"] == T]
+        means = tab["final_regret_mean"].to_numpy()
+        floor = max(float(means[means > 0].min()) / 3.0 if (means > 0).any() else 1e-3, 1e-3)  # log-axis bottom
+        for agent, g in tab[tab["role"] == "private"].groupby("agent", sort=False):
+            g = g.sort_values("epsilon")
+            x = np.where(np.isfinite(g["epsilon"]), g["epsilon"], x_inf)
+            m, h = g["final_regret_mean"].to_numpy(), g["final_regret_ci95"].to_numpy()
+            ax.plot(x, np.maximum(m, floor), marker="o", color=palette[agent], label=f"{agent} (n={g['seeds'].min()})")
+            ax.fill_between(x, np.maximum(m - h, floor), m + h, color=palette[agent], alpha=0.2, linewidth=0)
+        for _, r in tab[tab["role"] == "reference"].iterrows():
+            m, h = r["final_regret_mean"], r["final_regret_ci95"]
+            label = "uniform random" if r["agent"] == "random" else f"{r['agent']} (non-private)"
+            ax.axhline(max(m, floor), color=palette[r["agent"]], linestyle="--", label=label)
+            ax.axhspan(max(m - h, floor), max(m + h, floor), color=palette[r["agent"]], alpha=0.12, linewidth=0)
+        ax.set_ylim(bottom=floor)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([_eps_text(e) for e in finite] + (["inf\n(noise off)"] if len(ticks) > len(finite) else []))
+        ax.minorticks_off()
+        ax.set_xlabel(f"{guarantee} ε")
+        ax.set_ylabel("final cumulative regret (95% CI)")
+        deltas = sorted(set(tab.loc[tab["guarantee"] != "none", "delta"]))
+        ax.set_title(f"T = {T:,}" + (f", δ = {deltas[0]:.3g}" if len(deltas) == 1 else ""))
+        ax.legend(loc="best", fontsize="small")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progress: bool = True, *,
+                 fresh: bool = False) -> FrontierResult:
+    """Run the sweep ``fc`` into ``<out>/<fc.name>`` (default ``out``: ``fc.out``; False: in memory).
+
+    The jobs run through :func:`~dpbandit.experiment.runner.run_experiment` in ``<run dir>/sweep``: re-running the
+    same sweep resumes it (finished jobs are read back); a different sweep there is refused unless ``fresh``.
+    """
+    if not isinstance(fc, FrontierConfig):
+        raise TypeError(f"fc must be a FrontierConfig, got {type(fc).__name__}")
+    start = time.perf_counter()
+    reports = _privacy_reports(fc)  # builds every private agent once per horizon: bad input fails before any job
+    config, labels = fc.experiment()
+    run_dir = None if out is False else Path(fc.out if out in (None, True) else out) / fc.name
+    result = run_experiment(config, out=False if run_dir is None else run_dir, progress=progress, fresh=fresh)
+    results = result.results.copy()
+    horizon_of = {fc.env_label(T): T for T in fc.horizons}
+    mapped = results["agent"].map(labels)
+    results["horizon"] = results["env_id"].map(horizon_of).astype(int)
+    results["env_id"] = fc.env_id
+    results["agent"] = [m[0] for m in mapped]
+    results["epsilon"] = [float(m[1]) for m in mapped]
+    results["role"] = [m[2] for m in mapped]
+    results = results[list(RESULT_COLUMNS)]
+    table = frontier_table(results, reports)
+    beats = first_epsilon_beating(table) if "random" in fc.references else pd.DataFrame()
+    plot_path = None
+    if run_dir is not None:
+        write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
+        write_atomic(run_dir / "frontier.csv", lambda p: table.to_csv(p, index=False))
+        plot_path = plot_frontier(table, run_dir / "frontier.png", title=f"{fc.name}: {fc.env_id}")
+        manifest = {
+            "status": "complete", "config": fc.to_dict(), "versions": package_versions(),
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "seconds": time.perf_counter() - start, "resumed_jobs": result.resumed_jobs,
+            "privacy": {f"{a} eps={_eps_text(e)} T={T}": r.to_dict() for (a, e, T), r in reports.items()},
+            "beats_random_2x": [{k: _jsonable(v) for k, v in row.items()} for row in beats.to_dict("records")],
+            "files": {"results": "results.csv", "frontier": "frontier.csv", "plot": "frontier.png",
+                      "sweep": "sweep/ (the runner's run directory: jobs, per-horizon regret curves)"},
+        }
+        write_json_atomic(run_dir / "manifest.json", manifest)
+    return FrontierResult(results, table, beats, run_dir, plot_path)
+
+
+# -- command line ---------------------------------------------------------------------------------------------------
+
+
+def _epsilon_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'inf', got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'inf', got {text!r}")
+    return value
+
+
+def _int_arg(text: str) -> int:
+    try:
+        value = int(float(text)) if float(text).is_integer() else None
+    except ValueError:
+        value = None
+    if value is None or value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (1e4 accepted), got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``dpbandit frontier`` options (shared by :func:`main` and the ``dpbandit`` command)."""
+    parser.add_argument("--env", default=FrontierConfig.env_id, help="environment id (default: %(default)s)")
+    parser.add_argument("--agents", nargs="+", help="private agents to sweep (default: all registered private agents)")
+    parser.add_argument("--references", nargs="+", default=["random", "linucb"],
+                        help="non-private reference agents (default: random linucb)")
+    parser.add_argument("--epsilons", nargs="+", type=_epsilon_arg, help="epsilon grid, 'inf' = noise off "
+                        "(default: 0.5 1 2 4 8 16 inf)")
+    parser.add_argument("--horizons", nargs="+", type=_int_arg, help="horizons T (default: 1e4 1e5)")
+    parser.add_argument("--seeds", type=_int_arg, help="number of seeds (default 5)")
+    parser.add_argument("--delta", type=float, help="delta of every private agent (default: each agent's, 1/T)")
+    parser.add_argument("--n-jobs", dest="n_jobs", type=_int_arg, help="parallel jobs (default 2)")
+    parser.add_argument("--out", help="parent folder of the run directory (default: runs)")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny grid (epsilon 1, 16, inf; T = 500, 2000; 2 seeds): well under a minute")
+    parser.add_argument("--fresh", action="store_true", help="discard an earlier sweep of this name, do not resume")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def config_from_args(args: argparse.Namespace) -> FrontierConfig:
+    kwargs: dict[str, Any] = {"env_id": args.env, "references": tuple(args.references)}
+    if args.quick:
+        kwargs.update(QUICK, name="frontier-quick")
+    for key in ("agents", "epsilons", "horizons"):
+        if getattr(args, key):
+            kwargs[key] = tuple(getattr(args, key))
+    for key in ("seeds", "delta", "n_jobs", "out"):  # explicit options override --quick
+        if getattr(args, key) is not None:
+            kwargs[key] = getattr(args, key)
+    return FrontierConfig(**kwargs)
+
+
+def cli_command(args: argparse.Namespace) -> int:
+    """Run the sweep described by parsed :func:`add_arguments` options and print where everything went."""
+    result = run_frontier(config_from_args(args), progress=not args.no_progress, fresh=args.fresh)
+    with pd.option_context("display.width", 140, "display.max_columns", 20):
+        cols = ["agent", "epsilon", "horizon", "seeds", "final_regret_mean", "final_regret_ci95", "guarantee"]
+        print(result.frontier[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    for row in result.beats_random.to_dict("records"):
+        verdict = (f"first beats uniform random by {row['factor']:g}x at epsilon = {_eps_text(row['epsilon'])} "
+                   f"(ratio {row['ratio_at_epsilon']:.3g})" if not math.isnan(row["epsilon"])
+                   else f"never beats uniform random by {row['factor']:g}x on this grid")
+        print(f"{row['agent']} at T = {row['horizon']}: {verdict}")
+    print(f"\nResults table: {result.run_dir / 'results.csv'}")
+    print(f"Frontier table: {result.run_dir / 'frontier.csv'}")
+    print(f"Frontier plot:  {result.plot_path}")
+    print(f"Manifest:       {result.run_dir / 'manifest.json'}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dpbandit.experiment.frontier [options]`` (the same as ``dpbandit frontier``)."""
+    parser = argparse.ArgumentParser(prog="dpbandit frontier", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return cli_command(args)
+    except (ValueError, TypeError) as exc:
+        print(f"dpbandit frontier: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

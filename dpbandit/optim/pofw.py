@@ -1,0 +1,476 @@
+"""DP-POFW: private online Frank-Wolfe over the l1 ball with a noisy vertex selection.
+
+Algorithm 2 of Han et al. (``spec/han-frank-wolfe.md`` §5), with the smoothness constant of ``spec/errata.md`` E3
+and the calibration of ``spec/errata.md`` E4 (valid for every epsilon). Over ``C = {x : ||x||_1 <= r}`` (diameter
+``D = 2r``, vertices ``V = {+r e_j, -r e_j}``), starting from ``x_0 = x_1 = 0``, step t = 1..T:
+
+* recursive gradient ``d_t = grad f(x_t; z_t) + (1 - rho_t)(d_{t-1} - grad f(x_{t-1}; z_t))``, ``rho_t = 1/(t+1)``,
+  ``d_0 = 0``, which is the normalised prefix sum ``d_t = S_t/(t+1)``, ``S_t = sum_{i<=t} g_i``,
+  ``g_i = (i+1) grad f(x_i; z_i) - i grad f(x_{i-1}; z_i)`` (§2 eq. 3.1); every per-sample gradient is clipped to
+  ``||.||_inf <= L0`` (a scalar clamp for GLM losses, which keeps L1; E3);
+* private selection ``v_t`` among the 2d vertices with scores ``-<v, d_t>`` computed from the exact ``d_t`` (one
+  noise draw per vertex, never the published code's sign-from-clean-``d_t`` defect, §9 D4);
+* ``x_{t+1} = x_t + eta_t (v_t - x_t)`` with ``eta_t = 1/(t+1)``, i.e. ``x_{t+1} = (v_1 + ... + v_t)/(t+1)``;
+  ``x_{t+1}`` is the release of step t.
+
+**Privacy** (replace-one neighbouring of one sample z_i of the stream). Conditioned on the past releases, changing
+z_i changes only g_i, by ``||g_i - g_i'||_inf <= 2(L0 + L1 D)`` (``||x_i - x_{i-1}||_1 <= D/i``), so every later
+score changes by at most ``Delta_t = 2r(L0 + L1 D)/(t+1)`` (§5, E3). With ``rho* = zcdp_rho_for(eps, delta)`` (E1)
+and ``H = sum_{t=1}^T 1/(t+1) = H_{T+1} - 1`` (E4):
+
+* ``form="gumbel"`` (default, E4 item 4): the exponential mechanism ``P(v) ~ exp(-<v, d_t>/beta_t)`` (the law of
+  ``argmax_v -<v, d_t> + Gumbel(beta_t)``), ``beta_t = sqrt(2) r (L0 + L1 D) sqrt(H/rho*)/sqrt(t+1)``: step t is
+  ``eps_t = 2 Delta_t/beta_t``-bounded-range, hence ``eps_t^2/8``-zCDP (Cesar & Rogers 2021), and
+  ``sum_t eps_t^2/8 = rho*``;
+* ``form="laplace"`` (E4 item 3): report-noisy-max with one ``Laplace(lambda_t)`` per vertex,
+  ``lambda_t = 2 sqrt(2) r (L0 + L1 D) sqrt(H/rho*)/sqrt(t+1)``: ``eps_t``-DP, ``eps_t^2/2``-zCDP, total ``rho*``.
+
+Adaptive composition adds rho, so the whole release stream is ``rho*``-zCDP and therefore (eps, delta)-DP (CKS
+conversion by default). The ledger records ``rho*`` and that conversion (E4 item 5). ``epsilon = inf`` switches the
+noise off: the selection is then the exact linear-minimisation oracle (ties broken uniformly at random, the
+zero-temperature limit of the exponential mechanism) and the report says guarantee "none".
+
+**Sampling the exponential mechanism.** The Gumbel form is sampled exactly from its law, not by adding 2d Gumbel
+draws: rows whose log-weights span at most ``ln 8`` use rejection sampling from the uniform proposal with the exact
+envelope ``exp(max log-weight)`` (acceptance >= 1/8, O(1) work per learner), the others use the inverse CDF of
+the 2d weights (always when 2d <= 64, where that is cheaper). Both give exactly ``P(v) ~ exp(-<v, d_t>/beta_t)``;
+only the running time differs.
+
+Two classes: :class:`DPPOFWBatch` advances n independent learners in lockstep (one sample each per step; all state
+is (n, d) arrays; O(d) work per real sample, O(1) per zero sample, plus the selection: O(1) per learner in the
+near-uniform regime, O(d) otherwise), and :class:`DPPOFW` is the single-stream
+:class:`~dpbandit.optim.protocol.StreamingLearner`. DP-HDB (``dpbandit.agents.dp_hdb``) runs one batch of K
+learners, one per arm.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.special import digamma, expit
+
+from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss, make_loss
+from dpbandit.optim.protocol import StreamingLearner
+from dpbandit.privacy.calibrate import ZCDP_METHODS, zcdp_rho_for
+from dpbandit.privacy.ledger import PrivacyLedger
+from dpbandit.validation import check_choice, check_delta, check_epsilon, check_generator, check_int, check_real
+
+__all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW"]
+
+#: Noisy-selection forms: the exponential mechanism (Gumbel-max law, default) or Laplace report-noisy-max.
+FORMS: tuple[str, ...] = ("gumbel", "laplace")
+_EULER_GAMMA = 0.5772156649015329
+#: Rows whose log-weights span at most this use rejection sampling (acceptance >= 1/8); a speed choice only.
+_REJECTION_SPAN = math.log(8.0)
+_REJECTION_BATCH = 32
+#: Relative slack on the declared feature bound (floating-point noise in normalised contexts); larger raises.
+_FEATURE_RTOL = 1e-9
+
+
+def glm_lipschitz(loss: Loss, radius: float, feature_bound: float, response_low: float, response_high: float) -> float:
+    """``L0 = sup ||grad f(theta; (x, y))||_inf`` over ``||theta||_1 <= radius``, ``||x||_inf <= feature_bound``,
+    ``y in [response_low, response_high]``, for the GLM losses of :mod:`dpbandit.optim.losses`.
+
+    With ``z = x^T theta``, ``|z| <= radius * feature_bound`` (Hoelder) and ``grad f = phi'(z, y) x``:
+    ``SquaredLoss(c)``: ``2c (radius feature_bound + max(-low, high)) feature_bound``; ``LogisticLoss``:
+    ``max(expit(radius feature_bound) - low, high - expit(-radius feature_bound)) feature_bound``.
+    Other losses raise ``TypeError`` (pass the Lipschitz constant explicitly).
+    """
+    radius = check_real("radius", radius, low=0.0, low_inclusive=False)
+    feature_bound = check_real("feature_bound", feature_bound, low=0.0, low_inclusive=False)
+    low = check_real("response_low", response_low)
+    high = check_real("response_high", response_high)
+    if high < low:
+        raise ValueError(f"response_high must be >= response_low, got [{low!r}, {high!r}]")
+    z = radius * feature_bound
+    if isinstance(loss, SquaredLoss):
+        return 2.0 * loss.scale * (z + max(-low, high)) * feature_bound
+    if isinstance(loss, LogisticLoss):
+        return max(float(expit(z)) - low, high - float(expit(-z))) * feature_bound
+    raise TypeError(f"no Lipschitz bound is known for {loss!r}; pass lipschitz= explicitly")
+
+
+@dataclass(frozen=True)
+class POFWCalibration:
+    """The noise schedule of a DP-POFW stream (``spec/han-frank-wolfe.md`` §5, ``spec/errata.md`` E3, E4).
+
+    ``rho`` is the stream's zCDP budget rho* (inf when the noise is off), ``harmonic`` is
+    ``H = sum_{t=1}^T 1/(t+1)``, ``coefficient`` is c in the step-t noise scale ``c/sqrt(t+1)`` (``beta_t`` for
+    the Gumbel form, ``lambda_t`` for Laplace; 0 when the noise is off). Build it with :meth:`build`.
+    """
+
+    epsilon: float  # inf = noise off
+    delta: float
+    horizon: int  # T
+    radius: float  # r
+    lipschitz: float  # L0 (l_inf gradient clip)
+    smoothness: float  # L1 (E3)
+    form: str
+    zcdp_method: str
+    rho: float  # rho*
+    harmonic: float  # H
+    coefficient: float  # scale_t = coefficient / sqrt(t+1)
+
+    @classmethod
+    def build(cls, *, epsilon: float, delta: float, horizon: int, radius: float, lipschitz: float, smoothness: float,
+              form: str = "gumbel", zcdp_method: str = "cks") -> POFWCalibration:
+        """Validate the parameters and compute rho*, H and the scale coefficient (E4 items 1-4)."""
+        epsilon = check_epsilon(epsilon, allow_inf=True)
+        delta = check_delta(delta, allow_zero=False)
+        horizon = check_int("horizon", horizon, low=1)
+        radius = check_real("radius", radius, low=0.0, low_inclusive=False)
+        lipschitz = check_real("lipschitz", lipschitz, low=0.0, low_inclusive=False)
+        smoothness = check_real("smoothness", smoothness, low=0.0)
+        form = check_choice("form", form, FORMS)
+        zcdp_method = check_choice("zcdp_method", zcdp_method, ZCDP_METHODS)
+        harmonic = float(digamma(horizon + 2.0)) + _EULER_GAMMA - 1.0  # H_{T+1} - 1
+        if math.isinf(epsilon):
+            rho, coefficient = math.inf, 0.0
+        else:
+            rho = zcdp_rho_for(epsilon, delta, zcdp_method)
+            spread = radius * (lipschitz + smoothness * 2.0 * radius)  # r (L0 + L1 D), D = 2r
+            factor = math.sqrt(2.0) if form == "gumbel" else 2.0 * math.sqrt(2.0)
+            coefficient = factor * spread * math.sqrt(harmonic / rho)
+        return cls(epsilon, delta, horizon, radius, lipschitz, smoothness, form, zcdp_method, rho, harmonic,
+                   coefficient)
+
+    @property
+    def noise_off(self) -> bool:
+        """True for epsilon = inf (exact LMO, no guarantee)."""
+        return self.coefficient == 0.0
+
+    @property
+    def diameter(self) -> float:
+        """D = 2r."""
+        return 2.0 * self.radius
+
+    def sensitivity(self, t: Any) -> Any:
+        """Score sensitivity ``Delta_t = 2r(L0 + L1 D)/(t+1)`` (replace-one; E3). Vectorised in ``t``."""
+        return 2.0 * self.radius * (self.lipschitz + self.smoothness * self.diameter) / (np.asarray(t) + 1.0)
+
+    def scale(self, t: Any) -> Any:
+        """Noise scale of step t: ``beta_t`` (Gumbel) or ``lambda_t`` (Laplace), ``coefficient/sqrt(t+1)``."""
+        if isinstance(t, int):
+            return self.coefficient / math.sqrt(t + 1.0)
+        return self.coefficient / np.sqrt(np.asarray(t) + 1.0)
+
+    def step_epsilon(self, t: Any) -> Any:
+        """Pure/bounded-range epsilon of step t, ``2 Delta_t/scale_t`` (inf when the noise is off)."""
+        if self.noise_off:
+            return np.full(np.shape(t), math.inf)
+        return 2.0 * self.sensitivity(t) / self.scale(t)
+
+    def step_rho(self, t: Any) -> Any:
+        """zCDP rho of step t: ``eps_t^2/8`` (Gumbel, bounded range) or ``eps_t^2/2`` (Laplace); sums to rho*."""
+        return self.step_epsilon(t) ** 2 / (8.0 if self.form == "gumbel" else 2.0)
+
+    @property
+    def mechanism(self) -> str:
+        name = "exponential mechanism (Gumbel-max law)" if self.form == "gumbel" else "Laplace report-noisy-max"
+        return f"DP-POFW l1-ball vertex selection, {name}, T={self.horizon} adaptive steps"
+
+    @property
+    def bound(self) -> str:
+        item = ("spec/errata.md E4 item 4: eps_t-bounded range => eps_t^2/8-zCDP" if self.form == "gumbel"
+                else "spec/errata.md E4 item 3: eps_t-DP => eps_t^2/2-zCDP")
+        return f"{item}; sum over t = rho* (adaptive composition)"
+
+
+class DPPOFWBatch:
+    """``n_learners`` independent DP-POFW learners on the l1 ball, advancing in lockstep (one sample each per step).
+
+    Parameters
+    ----------
+    n_learners, dim, horizon:
+        Number of learners n, dimension d and number of steps T every learner is calibrated for.
+    epsilon, delta:
+        Each learner's release stream is (epsilon, delta)-DP with respect to one of its samples (``epsilon`` > 0,
+        ``inf`` = noise off; ``delta`` in (0, 1)).
+    lipschitz:
+        L0: every per-sample gradient is clipped to ``||.||_inf <= L0`` (:func:`glm_lipschitz` gives the value that
+        never clips in-range data).
+    radius:
+        r, the l1 radius of the constraint set (D = 2r).
+    feature_bound:
+        Bound on ``||x||_inf`` of every sample; larger features raise ``ValueError`` (the smoothness
+        ``L1 = loss.smoothness(feature_bound)`` rests on it, E3).
+    loss:
+        ``"squared"``, ``"logistic"`` or a GLM :class:`~dpbandit.optim.losses.Loss`.
+    form, zcdp_method:
+        ``"gumbel"`` (default) or ``"laplace"``; the zCDP -> DP conversion inverted for rho* (``"cks"`` or
+        ``"closed-form"``).
+    rng:
+        The privacy stream (``numpy.random.Generator``); also breaks LMO ties when the noise is off.
+
+    State (all arrays (n, d)): ``S`` = sum of the g_i, so ``d_t = S/(t+1)``; ``V`` = sum of the selected vertices,
+    so ``x_{t+1} = V/(t+1)``. Memory O(n d), independent of T.
+    """
+
+    def __init__(self, n_learners: int, dim: int, horizon: int, *, epsilon: float, delta: float, lipschitz: float,
+                 radius: float = 1.0, feature_bound: float = 1.0, loss: str | Loss = "squared", form: str = "gumbel",
+                 zcdp_method: str = "cks", rng: np.random.Generator):
+        self.n_learners = check_int("n_learners", n_learners, low=1)
+        self.dim = check_int("dim", dim, low=1)
+        self.loss = make_loss(loss)
+        self.feature_bound = check_real("feature_bound", feature_bound, low=0.0, low_inclusive=False)
+        self.calibration = POFWCalibration.build(
+            epsilon=epsilon, delta=delta, horizon=horizon, radius=radius, lipschitz=lipschitz,
+            smoothness=self.loss.smoothness(self.feature_bound), form=form, zcdp_method=zcdp_method,
+        )
+        self.reset(rng)
+
+    # ------------------------------------------------------------------ state
+    def reset(self, rng: np.random.Generator) -> None:
+        """Restart every learner at ``x_1 = 0`` with fresh randomness ``rng``."""
+        self.rng = check_generator(rng, "rng")
+        n, d = self.n_learners, self.dim
+        self.t = 0
+        self._scores = np.zeros((n, 2 * d))  # [-S, S]: score/(r/(t+1)) of the vertices [+r e_j, -r e_j]
+        self.S = self._scores[:, d:]  # a view
+        self.V = np.zeros((n, d))
+        self._s_inf = np.zeros(n)  # max_j |S_ij|: the exact envelope of the sampler
+        self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
+        self._last_value = np.zeros(n)
+        self._rows = np.arange(n)
+
+    @property
+    def horizon(self) -> int:
+        return self.calibration.horizon
+
+    @property
+    def radius(self) -> float:
+        return self.calibration.radius
+
+    def predict(self) -> np.ndarray:
+        """The released iterates ``x_{t+1}`` of all learners, a read-only (n, d) array (a new array each call)."""
+        out = self.V / (self.t + 1.0)
+        out.flags.writeable = False
+        return out
+
+    # ------------------------------------------------------------------ updates
+    def update(self, X: Any, y: Any) -> None:
+        """One step of every learner: row i of ``X`` (n, d) and ``y[i]`` (n,) is learner i's sample z_t.
+
+        A zero row with response 0 is the synthetic sample (zero gradient); the selection still happens.
+        """
+        X = np.asarray(X, dtype=float)
+        y = np.asarray(y, dtype=float)
+        if X.shape != (self.n_learners, self.dim) or y.shape != (self.n_learners,):
+            raise ValueError(
+                f"X must have shape ({self.n_learners}, {self.dim}) and y shape ({self.n_learners},), "
+                f"got {X.shape} and {y.shape}"
+            )
+        X, x_inf = self._check_features(X, np.abs(X).max(axis=1))
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y must be finite (no NaN or inf)")
+        t = self._advance()
+        vx = np.einsum("nd,nd->n", self.V, X)  # x_t = V/t and x_{t-1} = (V - v_{t-1})/(t-1), x_0 = x_1 = 0
+        z_prev = (vx - self._last_value * X[self._rows, self._last_j]) / (t - 1) if t > 1 else np.zeros_like(vx)
+        coef = self._gradient_coefficient(vx / t, z_prev, y, x_inf, t)
+        changed = np.flatnonzero(coef)
+        if changed.size:
+            self.S[changed] += coef[changed, None] * X[changed]
+            self._scores[changed, : self.dim] = -self.S[changed]
+            self._s_inf[changed] = np.abs(self.S[changed]).max(axis=1)
+        self._select_and_move(t)
+
+    def update_one(self, index: int, x: Any, y: float) -> None:
+        """One step of every learner where learner ``index`` gets the sample ``(x, y)`` and every other learner the
+        synthetic zero sample (DP-HDB's synthetic update). O(d) work plus the selections."""
+        index = check_int("index", index, low=0, high=self.n_learners - 1)
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.dim,):
+            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
+        x, x_inf = self._check_features(x, np.abs(x).max(keepdims=True))
+        x_inf = float(x_inf[0])
+        y = float(y)
+        if not math.isfinite(y):
+            raise ValueError(f"y must be finite, got {y!r}")
+        t = self._advance()
+        if x_inf > 0.0:  # the zero sample has zero gradient
+            vx = float(self.V[index] @ x)  # as in update()
+            z_prev = (vx - self._last_value[index] * x[self._last_j[index]]) / (t - 1) if t > 1 else 0.0
+            limit = self.calibration.lipschitz / x_inf  # the scalar clamp of _gradient_coefficient
+            now = min(max(float(self.loss.dphi(vx / t, y)), -limit), limit)
+            prev = min(max(float(self.loss.dphi(z_prev, y)), -limit), limit)
+            row = self.S[index]
+            row += ((t + 1.0) * now - t * prev) * x
+            self._scores[index, : self.dim] = -row
+            self._s_inf[index] = np.abs(row).max()
+        self._select_and_move(t)
+
+    def _check_features(self, X: np.ndarray, x_inf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Raise if a row exceeds the feature bound beyond the float slack; clip (a copy) onto it otherwise."""
+        if not np.all(np.isfinite(x_inf)):
+            raise ValueError("features must be finite (no NaN or inf)")
+        worst = float(x_inf.max())
+        if worst > self.feature_bound * (1.0 + _FEATURE_RTOL):
+            raise ValueError(
+                f"a feature vector has ||x||_inf = {worst:.6g} > feature_bound = {self.feature_bound:g}: the "
+                "privacy calibration (L1 = loss smoothness at this bound, spec/errata.md E3) assumes the bound"
+            )
+        if worst > self.feature_bound:  # within the floating-point slack: clip onto the bound
+            X = np.clip(X, -self.feature_bound, self.feature_bound)
+            x_inf = np.minimum(x_inf, self.feature_bound)
+        return X, x_inf
+
+    def _advance(self) -> int:
+        if self.t >= self.horizon:
+            raise ValueError(
+                f"DP-POFW was calibrated for horizon={self.horizon} steps; a further sample would exceed the "
+                "privacy budget (reset it or build it with the right horizon)"
+            )
+        self.t += 1
+        return self.t
+
+    def _gradient_coefficient(self, z_now, z_prev, y, x_inf, t) -> np.ndarray:
+        """Scalar c with ``g_t = c x``: ``c = (t+1) clip(phi'(x_t^T x, y)) - t clip(phi'(x_{t-1}^T x, y))``, each
+        derivative clamped to ``|phi'| ||x||_inf <= L0`` (E3: a scalar clamp keeps L1). Vectorised over rows."""
+        limit = np.divide(self.calibration.lipschitz, x_inf, out=np.zeros_like(x_inf), where=x_inf > 0)
+        now = np.clip(self.loss.dphi(z_now, y), -limit, limit)
+        prev = np.clip(self.loss.dphi(z_prev, y), -limit, limit)
+        return (t + 1.0) * now - t * prev
+
+    # ------------------------------------------------------------------ selection
+    def _select_and_move(self, t: int) -> None:
+        """Select ``v_t`` for every learner and update the vertex sums (vertex k < d is ``+r e_k``, k >= d is
+        ``-r e_{k-d}``; score of ``+r e_j`` is ``-r d_tj``)."""
+        cal = self.calibration
+        if cal.noise_off:
+            k = self._select_exact()
+        elif cal.form == "laplace":
+            k = self._select_laplace(cal.radius / ((t + 1.0) * cal.scale(t)))
+        else:
+            k = self._select_exponential(cal.radius / ((t + 1.0) * cal.scale(t)))
+        d = self.dim
+        j = k % d
+        value = np.where(k < d, cal.radius, -cal.radius)
+        self.V[self._rows, j] += value
+        self._last_j, self._last_value = j, value
+
+    def _log_weights(self, rows: np.ndarray, a: float) -> np.ndarray:
+        """``score/scale`` of all 2d vertices for ``rows``: ``a [-S, S]`` with ``a = r/((t+1) scale_t)``."""
+        return a * self._scores[rows]
+
+    def _inverse_cdf(self, weights: np.ndarray) -> np.ndarray:
+        """One index per row with probability proportional to the row's non-negative ``weights``."""
+        cdf = np.cumsum(weights, axis=1)
+        u = self.rng.random(weights.shape[0]) * cdf[:, -1]
+        return np.minimum((cdf <= u[:, None]).sum(axis=1), weights.shape[1] - 1)
+
+    def _select_exact(self) -> np.ndarray:
+        """Noise off: ``argmin_v <v, d_t>`` (the LMO), ties uniformly at random."""
+        logw = self._log_weights(self._rows, 1.0)
+        return self._inverse_cdf((logw == self._s_inf[:, None]).astype(float))
+
+    def _select_laplace(self, a: float) -> np.ndarray:
+        """Report-noisy-max: ``argmax_v score_v + Laplace(lambda_t)``, 2d draws per learner (E4 item 3)."""
+        logw = self._log_weights(self._rows, a)  # score/lambda_t
+        return np.argmax(logw + self.rng.laplace(0.0, 1.0, logw.shape), axis=1)
+
+    def _select_exponential(self, a: float) -> np.ndarray:
+        """Exact draw from ``P(v) ~ exp(score_v/beta_t)`` for every learner (E4 item 4), see the module docstring."""
+        envelope = a * self._s_inf  # max log-weight of each row (exact)
+        out = np.empty(self.n_learners, dtype=np.int64)
+        near_uniform = 2.0 * envelope <= _REJECTION_SPAN
+        if 2 * self.dim <= 2 * _REJECTION_BATCH:  # few vertices: the inverse CDF is cheaper than proposals
+            near_uniform[:] = False
+        if near_uniform.all():
+            rows = self._rows
+        else:
+            rows = np.flatnonzero(~near_uniform)
+            logw = self._log_weights(rows, a)
+            out[rows] = self._inverse_cdf(np.exp(logw - envelope[rows, None]))
+            rows = np.flatnonzero(near_uniform)
+        d2 = 2 * self.dim
+        while rows.size:
+            k = self.rng.integers(0, d2, size=(rows.size, _REJECTION_BATCH))
+            logw = a * self._scores[rows[:, None], k]
+            accept = self.rng.random(k.shape) < np.exp(logw - envelope[rows, None])
+            hit = accept.any(axis=1)
+            first = accept.argmax(axis=1)
+            out[rows[hit]] = k[hit, first[hit]]
+            rows = rows[~hit]
+        return out
+
+    # ------------------------------------------------------------------ privacy
+    @property
+    def ledger(self) -> PrivacyLedger:
+        """Each learner's ledger: its whole release stream as one rho*-zCDP event (or non-private)."""
+        cal = self.calibration
+        ledger = PrivacyLedger(neighboring="replace-one", unit="one sample z_t = (x_t, y_t) of the learner's stream")
+        if cal.noise_off:
+            return ledger.add_non_private("DP-POFW with noise off (epsilon = inf): exact LMO")
+        return ledger.add_zcdp(cal.rho, 1, mechanism=cal.mechanism, bound=cal.bound)
+
+    @property
+    def sensitivity_assumption(self) -> str:
+        cal = self.calibration
+        return (
+            f"features ||x||_inf <= {self.feature_bound:g}; per-sample gradients clipped to ||g||_inf <= "
+            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (spec/errata.md E3); l1 radius "
+            f"r = {cal.radius:g}, D = 2r; score sensitivity Delta_t = 2r(L0 + L1 D)/(t+1) "
+            "(spec/han-frank-wolfe.md §5)"
+        )
+
+    def privacy_report(self):
+        """The :class:`~dpbandit.privacy.report.PrivacyReport` of one learner's release stream: "DP" at the
+        configured (epsilon, delta) with the recorded rho*, or "none" when the noise is off."""
+        cal = self.calibration
+        guarantee = "none" if cal.noise_off else "DP"
+        note = "" if not cal.noise_off else "noise off (epsilon = inf): no privacy guarantee"
+        return self.ledger.report(cal.delta, guarantee=guarantee, sensitivity_assumption=self.sensitivity_assumption,
+                                  note=note)
+
+
+class DPPOFW(StreamingLearner):
+    """DP-POFW (``spec/han-frank-wolfe.md`` §5 with ``spec/errata.md`` E3, E4) as a single-stream learner.
+
+    ``predict()`` is the release ``x_{t+1}`` (d,), read-only; ``update(x, y)`` takes one sample. Parameters as
+    :class:`DPPOFWBatch` (keyword-only after ``rng``). The release stream is (epsilon, delta)-DP with respect to
+    replacing one sample (guarantee "DP"; "none" when ``epsilon = inf``).
+    """
+
+    name: ClassVar[str] = "dp_pofw"
+    guarantee: ClassVar[str] = "DP"
+    needs_rng: ClassVar[bool] = True
+
+    def __init__(self, dim: int, horizon: int, loss: str | Loss = "squared", rng: np.random.Generator | None = None,
+                 *, epsilon: float, delta: float, lipschitz: float, radius: float = 1.0, feature_bound: float = 1.0,
+                 form: str = "gumbel", zcdp_method: str = "cks"):
+        self._options = dict(epsilon=epsilon, delta=delta, lipschitz=lipschitz, radius=radius,
+                             feature_bound=feature_bound, form=form, zcdp_method=zcdp_method)
+        self._engine: DPPOFWBatch | None = None
+        super().__init__(dim, horizon, loss, rng)
+
+    def _reset_state(self) -> None:
+        if self._engine is None:
+            self._engine = DPPOFWBatch(1, self.dim, self.horizon, loss=self.loss, rng=self.rng, **self._options)
+        else:
+            self._engine.reset(self.rng)
+        self.ledger = self._engine.ledger
+
+    @property
+    def calibration(self) -> POFWCalibration:
+        return self._engine.calibration
+
+    def predict(self) -> np.ndarray:
+        return self._engine.predict()[0]
+
+    def update(self, x: np.ndarray, y: float) -> None:
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.dim,):
+            raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
+        self._engine.update_one(0, x, y)  # validates the sample and the horizon before any work
+        self.t = self._engine.t
+
+    def privacy_report(self):
+        return self._engine.privacy_report()
+
+    def __repr__(self) -> str:
+        cal = self.calibration
+        return (f"DPPOFW(dim={self.dim}, horizon={self.horizon}, loss={self.loss!r}, epsilon={cal.epsilon:g}, "
+                f"delta={cal.delta:g}, radius={cal.radius:g}, form={cal.form!r})")
