@@ -27,6 +27,9 @@ from dpbandit.agents.ridge import RidgeState
 __all__ = [
     "AGENTS",
     "Agent",
+    "DPHDB",
+    "DPUCB",
+    "OCOAgent",
     "EpsilonGreedy",
     "Greedy",
     "LassoBandit",

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy.special import expit
@@ -279,9 +278,3 @@ class DPHDB(PrivateAgent):
     def __repr__(self) -> str:
         return (f"DPHDB(K={self.n_arms}, d={self.dim}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
                 f"b={self.radius:g}, h={self.h:g}, warmup_rounds={self.warmup_rounds})")
-
-    def describe(self) -> dict[str, Any]:
-        """The resolved hyperparameters (defaults filled in) for records."""
-        return dict(epsilon=self.epsilon, delta=self.delta, h=self.h, radius=self.radius,
-                    warmup_rounds=self.warmup_rounds, reward_range=self.reward_range, lipschitz=self.lipschitz,
-                    form=self.form, zcdp_method=self.zcdp_method)

@@ -55,7 +55,8 @@ actions of all other users are (epsilon, delta)-JDP. Forms, from ``constants.str
   every arm's tree is calibrated at the full (epsilon, delta), with no split, and the ledger records the K trees as
   that one mechanism.
 
-Cost per round: ``O(M (d+1)^2)`` tree work and ``O(M d^3)`` Cholesky, M = 1 (shared) or K (disjoint).
+Cost per round: ``O(M (d+1)^2)`` tree work and noise, and ``M`` Cholesky factorisations ``O(d^3)``, M = 1 (shared) or
+K (disjoint; with noise off only the played arm's model changes, M = 1). Benchmark: ``benchmarks/dpucb_benchmark.py``.
 """
 
 from __future__ import annotations
@@ -217,7 +218,7 @@ class DPUCBCurator(Curator):
         self._zero = _frozen(np.zeros((d + 1, d + 1)))
         self._v = np.empty(d + 1)
         self._t = 0
-        self._release = self._publish()
+        self._release = self._publish(range(cal.n_models), None)
 
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
         cal, d = self.cal, self.cal.dim
@@ -234,21 +235,23 @@ class DPUCBCurator(Curator):
         v[:d] = obs[arm]
         v[d] = min(max(reward, -cal.B), cal.B)
         item = np.multiply.outer(v, v)
-        if cal.n_models == 1:
-            self._trees[0].add(item)
-        else:  # disjoint: one real item, zero items elsewhere, one clock
-            for a, tree in enumerate(self._trees):
-                tree.add(item if a == arm else self._zero)
+        real = 0 if cal.n_models == 1 else arm  # the model whose tree gets the real item
+        # disjoint: zero items for the other arms' trees (one clock; their nodes still get fresh noise); with noise
+        # off a zero item changes nothing, so only the played arm's model is recomputed
+        changed = range(cal.n_models) if cal.sigma_n > 0 else (real,)
+        for k in changed:
+            self._trees[k].add(item if k == real else self._zero)
         self._t += 1
-        self._release = self._publish()
+        self._release = self._publish(changed, self._release)
 
-    def _publish(self) -> DPUCBRelease:
+    def _publish(self, changed, previous: DPUCBRelease | None) -> DPUCBRelease:
+        """A new release in which the models ``changed`` are recomputed from their trees (the others copied)."""
         cal, d = self.cal, self.cal.dim
-        chol = np.empty((cal.n_models, d, d))
-        theta = np.empty((cal.n_models, d))
+        chol = np.empty((cal.n_models, d, d)) if previous is None else previous.cholesky.copy()
+        theta = np.empty((cal.n_models, d)) if previous is None else previous.theta.copy()
         diag = np.arange(d)
-        for k, tree in enumerate(self._trees):
-            N = tree.release()
+        for k in changed:
+            N = self._trees[k].release()
             V = N[:d, :d]
             V[diag, diag] += cal.shift
             # Cholesky V = C C^T and theta = V^{-1} u by LAPACK potrf/potrs (what scipy.linalg.cho_factor/cho_solve

@@ -6,6 +6,7 @@
     dpbandit plot RUN_DIR              redraw the regret plot of a finished run
     dpbandit reproduce table-5.1       Han et al.'s Table 5.1: published vs correctly calibrated (--quick for a subset)
     dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
+    dpbandit frontier [--quick]        privacy-regret frontier: final regret vs epsilon, with random/non-private lines
     dpbandit oco [--quick]             regret of the private OCO learners against the best point in hindsight
     dpbandit envs                      registered environments with their parameters
     dpbandit agents                    available agent types
@@ -95,12 +96,6 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     return reproduce_main([args.target, *args.options])
 
 
-def _cmd_oco(args: argparse.Namespace) -> int:
-    from dpbandit.experiment.oco import main as oco_main
-
-    return oco_main(args.oco_args)
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -152,14 +147,32 @@ def build_parser() -> argparse.ArgumentParser:
     oco = sub.add_parser(
         "oco", help="regret of the (private) online-convex-optimisation learners on regression streams", add_help=False
     )
-    oco.add_argument("oco_args", nargs=argparse.REMAINDER, help="options of the OCO runner (--quick, --help)")
-    oco.set_defaults(func=_cmd_oco)
+    oco.add_argument("options", nargs=argparse.REMAINDER, help="options of the OCO runner (--quick, --help)")
+
+    frontier = sub.add_parser(
+        "frontier", help="privacy-regret frontier: final regret vs epsilon per horizon (--quick, --help)", add_help=False
+    )
+    frontier.add_argument("options", nargs=argparse.REMAINDER, help="options of the frontier (--quick, --help)")
     return parser
+
+
+#: Subcommands with parsers of their own: everything after the name (``--help`` included) goes to their main().
+_DELEGATED = {"oco": "dpbandit.experiment.oco", "frontier": "dpbandit.experiment.frontier"}
+
+
+def _cmd_delegated(args: argparse.Namespace) -> int:
+    from importlib import import_module
+
+    return import_module(_DELEGATED[args.command]).main(args.options)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in _DELEGATED:
+        args = argparse.Namespace(command=argv[0], func=_cmd_delegated, options=argv[1:])
+    else:
+        args = parser.parse_args(argv)
     try:
         return args.func(args)
     except (ValueError, TypeError) as exc:

@@ -123,7 +123,21 @@ def write_atomic(path: str | Path, write: Any) -> Path:
 
 
 def write_json_atomic(path: str | Path, data: Any) -> Path:
-    return write_atomic(path, lambda p: p.write_text(json.dumps(data, indent=2, default=_json_default) + "\n"))
+    """Write strict JSON atomically (infinite and NaN floats become the strings "inf", "-inf", "nan")."""
+    text = json.dumps(_strict(data), indent=2, default=_json_default, allow_nan=False)
+    return write_atomic(path, lambda p: p.write_text(text + "\n"))
+
+
+def _strict(obj: Any) -> Any:
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return "nan" if np.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, dict):
+        return {k: _strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_strict(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return _strict(obj.item())
+    return obj
 
 
 def _json_default(obj: Any) -> Any:

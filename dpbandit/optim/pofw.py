@@ -188,10 +188,10 @@ class DPPOFWBatch:
         Number of learners n, dimension d and number of steps T every learner is calibrated for.
     epsilon, delta:
         Each learner's release stream is (epsilon, delta)-DP with respect to one of its samples (``epsilon`` > 0,
-        ``inf`` = noise off; ``delta`` in (0, 1)).
+        default 1, ``inf`` = noise off; ``delta`` in (0, 1), default 1/T).
     lipschitz:
-        L0: every per-sample gradient is clipped to ``||.||_inf <= L0`` (:func:`glm_lipschitz` gives the value that
-        never clips in-range data).
+        L0 (default 1, the paper's): every per-sample gradient is clipped to ``||.||_inf <= L0``
+        (:func:`glm_lipschitz` gives the value that never clips in-range data).
     radius:
         r, the l1 radius of the constraint set (D = 2r).
     feature_bound:
@@ -209,15 +209,16 @@ class DPPOFWBatch:
     so ``x_{t+1} = V/(t+1)``. Memory O(n d), independent of T.
     """
 
-    def __init__(self, n_learners: int, dim: int, horizon: int, *, epsilon: float, delta: float, lipschitz: float,
-                 radius: float = 1.0, feature_bound: float = 1.0, loss: str | Loss = "squared", form: str = "gumbel",
-                 zcdp_method: str = "cks", rng: np.random.Generator):
+    def __init__(self, n_learners: int, dim: int, horizon: int, *, epsilon: float = 1.0, delta: float | None = None,
+                 lipschitz: float = 1.0, radius: float = 1.0, feature_bound: float = 1.0, loss: str | Loss = "squared",
+                 form: str = "gumbel", zcdp_method: str = "cks", rng: np.random.Generator):
         self.n_learners = check_int("n_learners", n_learners, low=1)
         self.dim = check_int("dim", dim, low=1)
         self.loss = make_loss(loss)
         self.feature_bound = check_real("feature_bound", feature_bound, low=0.0, low_inclusive=False)
+        horizon = check_int("horizon", horizon, low=1)
         self.calibration = POFWCalibration.build(
-            epsilon=epsilon, delta=delta, horizon=horizon, radius=radius, lipschitz=lipschitz,
+            epsilon=epsilon, delta=1.0 / horizon if delta is None else delta, horizon=horizon, radius=radius, lipschitz=lipschitz,
             smoothness=self.loss.smoothness(self.feature_bound), form=form, zcdp_method=zcdp_method,
         )
         self.reset(rng)
@@ -434,13 +435,13 @@ class DPPOFW(StreamingLearner):
     replacing one sample (guarantee "DP"; "none" when ``epsilon = inf``).
     """
 
-    name: ClassVar[str] = "dp_pofw"
+    name: ClassVar[str] = "dp-pofw"
     guarantee: ClassVar[str] = "DP"
     needs_rng: ClassVar[bool] = True
 
     def __init__(self, dim: int, horizon: int, loss: str | Loss = "squared", rng: np.random.Generator | None = None,
-                 *, epsilon: float, delta: float, lipschitz: float, radius: float = 1.0, feature_bound: float = 1.0,
-                 form: str = "gumbel", zcdp_method: str = "cks"):
+                 *, epsilon: float = 1.0, delta: float | None = None, lipschitz: float = 1.0, radius: float = 1.0,
+                 feature_bound: float = 1.0, form: str = "gumbel", zcdp_method: str = "cks"):
         self._options = dict(epsilon=epsilon, delta=delta, lipschitz=lipschitz, radius=radius,
                              feature_bound=feature_bound, form=form, zcdp_method=zcdp_method)
         self._engine: DPPOFWBatch | None = None

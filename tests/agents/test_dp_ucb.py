@@ -173,10 +173,10 @@ def test_disjoint_zero_items_and_shared_clock():
     agent.update(obs, 2, 1.0, {})
     theta = agent._release.theta
     assert np.all(theta[:2] == 0.0) and theta[2, 0] == pytest.approx(0.5)
-    assert all(tree.t == 1 for tree in agent.curator._trees)  # every arm's tree got an item
     noisy = DPUCB(c, epsilon=1.0)
     before = noisy._release.cholesky.copy()
     noisy.update(obs, 2, 1.0, {})
+    assert all(tree.t == 1 for tree in noisy.curator._trees)  # every arm's tree got an item: one clock
     assert np.all(np.any(noisy._release.cholesky != before, axis=(1, 2)))  # every tree released fresh noise
 
 

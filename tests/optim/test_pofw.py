@@ -139,6 +139,13 @@ def test_report_states_the_configured_epsilon_delta(form, epsilon, delta):
     assert learner.ledger.rho == pytest.approx(learner.calibration.rho)
 
 
+def test_defaults_are_the_papers_epsilon_1_delta_1_over_T_and_L0_1():
+    learner = DPPOFW(5, 200, rng=rng())
+    report = learner.privacy_report()
+    assert report.delta == 1 / 200 and report.epsilon == pytest.approx(1.0, rel=1e-9)
+    assert learner.calibration.lipschitz == 1.0 and learner.calibration.radius == 1.0
+
+
 def test_noise_off_reports_no_guarantee():
     learner = DPPOFW(5, 100, "squared", rng(), epsilon=math.inf, delta=1e-5, lipschitz=1.0)
     report = learner.privacy_report()
@@ -328,6 +335,8 @@ def test_exponential_mechanism_law(d, epsilon, rejection):
     assert (near_uniform and d > 32) == rejection
     keep = probs * n > 5  # chi-square cells with enough mass; the rest pooled
     counts = np.bincount(k, minlength=2 * d).astype(float)
+    j = int(np.argmax(np.abs(learners.S[0])))
+    assert counts[j] > 0 and counts[j + d] > 0  # both signs of a coordinate: the sign is noisy too (never §9 D4)
     if not keep.all():
         counts, probs = np.append(counts[keep], counts[~keep].sum()), np.append(probs[keep], probs[~keep].sum())
     chi_square_ok(counts, probs)
