@@ -22,6 +22,7 @@ the ideal real-valued mechanisms.
 from __future__ import annotations
 
 import abc
+import functools
 import math
 import numbers
 from dataclasses import dataclass
@@ -45,6 +46,8 @@ __all__ = [
 
 def _check_shape(shape: Any, *, min_ndim: int = 0) -> tuple[int, ...]:
     """``shape`` as a tuple of non-negative ints with at least ``min_ndim`` axes (an int counts as ``(n,)``)."""
+    if type(shape) is tuple and len(shape) >= min_ndim and all(type(n) is int and n >= 0 for n in shape):
+        return shape  # the common case, checked cheaply (trees call samplers once per round)
     if isinstance(shape, numbers.Integral) and not isinstance(shape, (bool, np.bool_)):
         shape = (int(shape),)
     if not isinstance(shape, tuple) or not all(
@@ -226,6 +229,18 @@ class GeneralizedGaussianNoise(Noise):
         return {"name": self.name, "sigma": self.sigma, "r": self.r}
 
 
+@functools.lru_cache(maxsize=32)
+def _upper_triangle(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat indices of the entries on and above the diagonal of a k x k matrix, of their mirror images, and their
+    noise scale (sqrt(2) on the diagonal, 1 off it)."""
+    rows, cols = np.triu_indices(k)
+    upper, lower = rows * k + cols, cols * k + rows
+    scale = np.where(rows == cols, math.sqrt(2.0), 1.0)
+    for array in (upper, lower, scale):
+        array.flags.writeable = False
+    return upper, lower, scale
+
+
 @dataclass(frozen=True)
 class SymmetricGaussianNoise(Noise):
     """Symmetric Gaussian matrix noise ``Z = (Z' + Z'^T)/sqrt(2)``, ``Z'_jk`` iid ``N(0, sigma^2)``.
@@ -234,7 +249,9 @@ class SymmetricGaussianNoise(Noise):
     off-diagonal entries ``N(0, sigma^2)``, diagonal entries ``N(0, 2 sigma^2)``. A change ``Delta`` of a symmetric
     statistic has Mahalanobis norm ``||Delta||_F / (sqrt(2) sigma)`` (E5).
 
-    The last two axes of ``shape`` are the (square) matrix.
+    The last two axes of ``shape`` are the (square) matrix. Only the k(k+1)/2 entries on and above the diagonal
+    are drawn (off-diagonal ``sigma * z``, diagonal ``sqrt(2) sigma * z``) and mirrored: exactly the law of
+    ``(Z' + Z'^T)/sqrt(2)`` at half the draws.
     """
 
     sigma: float
@@ -251,8 +268,13 @@ class SymmetricGaussianNoise(Noise):
         shape = _check_shape(shape, min_ndim=2)
         if shape[-1] != shape[-2]:
             raise ValueError(f"shape must end in a square matrix (..., k, k) for symmetric noise, got {shape!r}")
-        z = rng.standard_normal(shape)
-        return (self.sigma / math.sqrt(2.0)) * (z + np.swapaxes(z, -1, -2))
+        k = shape[-1]
+        upper, lower, scale = _upper_triangle(k)
+        values = rng.standard_normal((*shape[:-2], upper.size)) * (self.sigma * scale)
+        out = np.empty((*shape[:-2], k * k))
+        out[..., upper] = values
+        out[..., lower] = values
+        return out.reshape(shape)
 
     def describe(self) -> dict:
         return {"name": self.name, "sigma": self.sigma}
