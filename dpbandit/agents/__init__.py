@@ -12,6 +12,7 @@ Non-private baselines: ``"random"`` (:class:`UniformRandom`), ``"oracle"`` (:cla
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import Any
 
@@ -22,12 +23,17 @@ from dpbandit.agents.dp_ucb import DPUCB
 from dpbandit.agents.lasso_bandit import LassoBandit
 from dpbandit.agents.linucb import LinUCB
 from dpbandit.agents.oco_adapter import OCOAgent
+from dpbandit.agents.private import Curator, PrivateAgent, RewardClip, reward_clip_range
 from dpbandit.agents.ridge import RidgeState
 
 __all__ = [
     "AGENTS",
     "Agent",
+    "Curator",
     "DPHDB",
+    "PrivateAgent",
+    "RewardClip",
+    "reward_clip_range",
     "DPUCB",
     "OCOAgent",
     "EpsilonGreedy",
@@ -37,6 +43,7 @@ __all__ = [
     "Oracle",
     "RidgeState",
     "UniformRandom",
+    "agent_class",
     "argmax_random_tie",
     "hyperparameters",
     "make_agent",
@@ -48,36 +55,53 @@ AGENTS: dict[str, type[Agent]] = {
 }
 
 
-def hyperparameters(name: str) -> tuple[str, ...]:
+def hyperparameters(name: str | type[Agent]) -> tuple[str, ...]:
     """The hyperparameters ``make_agent`` accepts for agent ``name`` (constructor arguments after ``constants``)."""
-    cls = _agent_class(name)
+    cls = agent_class(name)
     if cls is Oracle:
         return ()  # the oracle's only argument comes from the environment
     params = list(inspect.signature(cls.__init__).parameters.values())[2:]  # drop self, constants
     return tuple(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
-def make_agent(name: str, env: Any, **params: Any) -> Agent:
+def make_agent(name: str | type[Agent], env: Any, **params: Any) -> Agent:
     """Build agent ``name`` for the (possibly wrapped) dpbandit environment ``env``.
 
-    Raises ``ValueError`` for an unknown name (listing the known ones), ``TypeError`` for an unknown
-    hyperparameter (listing the accepted ones), and the constructor's ``ValueError``/``TypeError`` naming the
-    parameter for an invalid value.
+    ``name`` is a registry name (``AGENTS``), ``"package.module:ClassName"`` for an agent defined elsewhere, or an
+    :class:`Agent` subclass. Raises ``ValueError`` for an unknown name (listing the known ones), ``TypeError`` for
+    an unknown hyperparameter (listing the accepted ones), and the constructor's ``ValueError``/``TypeError`` naming
+    the parameter for an invalid value.
     """
-    cls = _agent_class(name)
-    accepted = hyperparameters(name)
+    cls = agent_class(name)
+    accepted = hyperparameters(cls)
     for key in params:
         if key not in accepted:
             raise TypeError(
-                f"unknown hyperparameter {key!r} for agent {name!r}; accepted: "
+                f"unknown hyperparameter {key!r} for agent {cls.name!r}; accepted: "
                 f"{', '.join(accepted) if accepted else 'none'}"
             )
     return cls.from_env(env, **params)
 
 
-def _agent_class(name: Any) -> type[Agent]:
+def agent_class(name: Any) -> type[Agent]:
+    """The agent class for a registry name, a ``"package.module:ClassName"`` string or an Agent subclass."""
+    if isinstance(name, type) and issubclass(name, Agent):
+        return name
     if not isinstance(name, str):
-        raise TypeError(f"agent name must be a string, one of {sorted(AGENTS)}, got {name!r}")
-    if name not in AGENTS:
-        raise ValueError(f"unknown agent {name!r}; known agents: {', '.join(sorted(AGENTS))}")
-    return AGENTS[name]
+        raise TypeError(f"agent name must be a string, one of {sorted(AGENTS)}, or an Agent subclass, got {name!r}")
+    if name in AGENTS:
+        return AGENTS[name]
+    if ":" in name:
+        module, _, qualname = name.partition(":")
+        try:
+            obj = importlib.import_module(module)
+            for part in qualname.split("."):
+                obj = getattr(obj, part)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"agent {name!r} cannot be imported: {exc}") from None
+        if not (isinstance(obj, type) and issubclass(obj, Agent)):
+            raise ValueError(f"agent {name!r} is not a dpbandit.agents.base.Agent subclass")
+        return obj
+    raise ValueError(
+        f"unknown agent {name!r}; known agents: {', '.join(sorted(AGENTS))} (or 'package.module:ClassName')"
+    )

@@ -37,9 +37,10 @@ count (in the disjoint form an upper bound on the arm's sample count, which is d
 **Sensitivity** (E5): ``||v||_2 <= L~`` with L the context l2 bound (for l_inf contexts of bound b, L = sqrt(d) b)
 and B the reward clip, so a replaced user changes an item by ``||v v^T - w w^T||_F <= sqrt(2) L~^2`` and every
 node is a Gaussian mechanism with Mahalanobis shift ``<= L~^2 / sigma_n``; the tree is one Gaussian with
-``mu = sqrt(L_T) L~^2 / sigma_n`` (``spec/dp-testing-and-accounting.md`` §1.1). Rewards are clipped to [-B, B]:
-B is the environment's reward bound when it is finite, else ``max|mean| + 4 noise_std`` (``reward_clip`` overrides
-either).
+``mu = sqrt(L_T) L~^2 / sigma_n`` (``spec/dp-testing-and-accounting.md`` §1.1). Rewards are clipped by the private
+agents' one rule, :func:`~dpbandit.agents.private.reward_clip_range`: to the environment's reward range when it is
+bounded, else to the mean bounds -/+ 4 noise_std (``reward_clip`` = B overrides either with [-B, B]); B is the largest
+|reward| after clipping, and the report's sensitivity assumption names the rule used.
 
 **Joint DP** (billboard lemma, ``spec/private-oco-learners.md`` §7): the releases are (epsilon, delta)-DP in each
 user's data and the action of user t is a function of the release before t and user t's own observation, so the
@@ -68,7 +69,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
-from dpbandit.agents.private import Curator, PrivateAgent, check_context_bound
+from dpbandit.agents.private import Curator, PrivateAgent, RewardClip, check_context_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma
 from dpbandit.privacy.noise import SymmetricGaussianNoise
@@ -79,8 +80,6 @@ __all__ = ["CALIBRATIONS", "DPUCB", "DPUCBCalibration", "DPUCBCurator", "DPUCBRe
 
 #: Node-noise calibrations: E6 (tight) or the paper's formula (§7.4).
 CALIBRATIONS: tuple[str, ...] = ("tight", "paper")
-#: Default reward clip for unbounded rewards: max |mean| + this many noise standard deviations.
-CLIP_NOISE_STDS = 4.0
 
 
 def paper_levels(horizon: int) -> int:
@@ -121,7 +120,8 @@ class DPUCBCalibration:
     context_norm: str
     context_bound: float
     L: float  # l2 bound of a feature vector
-    B: float  # reward clip
+    clip: RewardClip  # the reward clip (private.reward_clip_range)
+    B: float  # bound on |reward| after clipping
     l_tilde: float
     sigma_n: float
     m: int
@@ -139,12 +139,8 @@ class DPUCBCalibration:
               reward_clip: float | None) -> DPUCBCalibration:
         d, T = c.dim, c.horizon
         L = c.context_bound * (math.sqrt(d) if c.context_norm == "linf" else 1.0)
-        if reward_clip is not None:
-            B = reward_clip
-        elif math.isfinite(c.reward_bound):
-            B = c.reward_bound
-        else:
-            B = max(abs(c.mean_low), abs(c.mean_high)) + CLIP_NOISE_STDS * c.noise_std
+        clip = reward_clip_range(c, reward_clip, name="reward_clip")
+        B = clip.bound
         l_tilde = math.sqrt(L * L + B * B)
         private = math.isfinite(epsilon)
         sigma_n = dpucb_sigma(epsilon, delta, T, l_tilde, calibration)
@@ -157,8 +153,8 @@ class DPUCBCalibration:
         return cls(
             epsilon=epsilon, delta=delta, calibration=calibration if private else "none", horizon=T, dim=d,
             n_models=c.n_arms if c.structure == "disjoint" else 1, context_norm=c.context_norm,
-            context_bound=c.context_bound, L=L, B=B, l_tilde=l_tilde, sigma_n=sigma_n, m=m, alpha=alpha, lam=lam,
-            sigma=sigma, S=c.theta_bound, upsilon=upsilon, rho_min=rho_min, rho_max=rho_max, gamma=gamma,
+            context_bound=c.context_bound, L=L, clip=clip, B=B, l_tilde=l_tilde, sigma_n=sigma_n, m=m, alpha=alpha,
+            lam=lam, sigma=sigma, S=c.theta_bound, upsilon=upsilon, rho_min=rho_min, rho_max=rho_max, gamma=gamma,
         )
 
     @property
@@ -177,7 +173,7 @@ class DPUCBCalibration:
     def sensitivity_assumption(self) -> str:
         bound = (f"||x||_inf <= {self.context_bound:g}, so ||x||_2 <= L = sqrt(d) {self.context_bound:g} = {self.L:.6g}"
                  if self.context_norm == "linf" else f"||x||_2 <= L = {self.L:.6g}")
-        return (f"contexts {bound} (environment constants); rewards clipped to [-B, B], B = {self.B:.6g}; "
+        return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
                 f"L~ = sqrt(L^2 + B^2) = {self.l_tilde:.6g}; one item [x; y][x; y]^T per user, replace-one change "
                 f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (spec/errata.md E5)")
 
@@ -233,7 +229,7 @@ class DPUCBCurator(Curator):
                              f"user {self._t + 1}")
         v = self._v
         v[:d] = obs[arm]
-        v[d] = min(max(reward, -cal.B), cal.B)
+        v[d] = cal.clip.clip(reward)
         item = np.multiply.outer(v, v)
         real = 0 if cal.n_models == 1 else arm  # the model whose tree gets the real item
         # disjoint: zero items for the other arms' trees (one clock; their nodes still get fresh noise); with noise
@@ -306,8 +302,8 @@ class DPUCB(PrivateAgent):
     lam:
         Ridge term added to the shift 2 Upsilon, >= 0 (the paper: 0); must be > 0 when epsilon = inf.
     reward_clip:
-        B > 0: rewards are clipped to [-B, B] (default: the environment's reward bound, or max|mean| + 4 noise_std
-        when rewards are unbounded).
+        B > 0: rewards are clipped to [-B, B] (default: :func:`~dpbandit.agents.private.reward_clip_range`, the
+        environment's reward range, or the mean bounds -/+ 4 noise_std when rewards are unbounded).
     horizon:
         Optional check: must equal the environment's T (the trees and widths are sized by it).
     """
@@ -333,8 +329,6 @@ class DPUCB(PrivateAgent):
         lam = check_real("lam", lam, low=0.0)
         if math.isinf(epsilon) and lam == 0.0:
             raise ValueError("lam must be > 0 when epsilon = inf (noise off: no 2 Upsilon shift regularises V_t)")
-        if reward_clip is not None:
-            reward_clip = check_real("reward_clip", reward_clip, low=0.0, low_inclusive=False)
         self.epsilon, self.delta, self.calibration = epsilon, delta, calibration
         self.cal = DPUCBCalibration.build(constants, epsilon, delta, calibration, alpha, lam, reward_clip)
         super().__init__(constants)

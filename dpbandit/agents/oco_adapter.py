@@ -19,10 +19,15 @@ Privacy (§7, ``spec/dp-testing-and-accounting.md`` §8). The agent is a
 of the latest release (the stacked iterates, the billboard) and the current user's own features. One user is one
 round's contexts and rewards; neighbours replace one user. A neighbour changes the samples of
 
-* at most two learners in bandit mode (the two arms the two versions of the user play), or one learner when the
-  learner declares ``zero_sample_halves_sensitivity`` (a real sample and the zero sample differ by at most half of
-  the learner's calibrated sensitivity, so the two-learner case costs no more than the same-learner case: §7
-  "Calibrate every learner's own tree with Delta_2 = 2L and the full epsilon");
+* at most two learners in bandit mode (the two arms the two versions of the user play), each by a real <-> zero
+  change, or one learner by a replace-one change (same arm). When the learner class declares
+  ``zero_sample_halves_sensitivity = True``, a real <-> zero change costs at most half of a replace-one change in
+  the learner's own accounting (half the sensitivity for pure-DP noise, whose privacy loss is linear in the shift;
+  at most half of the Gaussian mu^2 for Gaussian noise), so the two-learner case costs no more than the
+  same-learner case and one copy of the learner's ledger is charged (§7 "Calibrate every learner's own tree with
+  Delta_2 = 2L and the full epsilon"; ``spec/errata.md`` E6). Declared, with the derivation at the class, by
+  PFTAL, WDP-COCOP, WDP-COCOL, PQFTL and the local-DP learners; PIGD/PGIGA (POCP) are charged two copies (§7:
+  "For POCP two learners are affected");
 * all K learners in full-information mode.
 
 The agent's ledger composes that many copies of one learner's ledger. The learner's guarantee is routed as the
@@ -45,7 +50,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
-from dpbandit.agents.private import Curator, PrivateAgent
+from dpbandit.agents.private import Curator, PrivateAgent, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss
 from dpbandit.optim.protocol import StreamingLearner
@@ -197,15 +202,14 @@ class OCOAgent(PrivateAgent):
 
     def known_constants(self) -> dict[str, float]:
         """Public bounds of the environment a learner may calibrate to (passed when it accepts them and
-        ``learner_params`` does not set them): ``x_bound`` (``||x||_2``), ``y_bound`` (``|r|``; for unbounded
-        Gaussian rewards the largest mean plus 4 noise standard deviations — learners clip the rare larger rewards,
-        their sensitivities hold for any input) and ``radius`` (``||theta||_2``; ``||.||_2 <= ||.||_1``)."""
+        ``learner_params`` does not set them): ``x_bound`` (``||x||_2``), ``y_bound`` (``|r|`` after the private
+        agents' reward clip, :func:`~dpbandit.agents.private.reward_clip_range`: for unbounded Gaussian rewards the
+        mean bounds -/+ 4 noise standard deviations — learners clip the rare larger rewards, their sensitivities hold
+        for any input) and ``radius`` (``||theta||_2``; ``||.||_2 <= ||.||_1``)."""
         c = self.constants
         root_d = math.sqrt(c.dim)
-        y_bound = c.reward_bound
-        if not math.isfinite(y_bound):
-            y_bound = max(abs(c.mean_low), abs(c.mean_high)) + 4.0 * c.noise_std
-        return dict(x_bound=c.context_bound * (root_d if c.context_norm == "linf" else 1.0), y_bound=y_bound,
+        return dict(x_bound=c.context_bound * (root_d if c.context_norm == "linf" else 1.0),
+                    y_bound=reward_clip_range(c).bound,
                     radius=c.theta_bound * (root_d if c.theta_norm == "linf" else 1.0))
 
     def _make_curator(self, privacy_rng: np.random.Generator) -> _LearnersCurator:
@@ -250,9 +254,12 @@ class OCOAgent(PrivateAgent):
         """How many learners one user's data can change (see the module docstring)."""
         if self.feedback == "full":
             return self.n_arms
-        if getattr(self._learner_cls, "zero_sample_halves_sensitivity", False):
-            return 1
-        return min(2, self.n_arms)
+        return 1 if self._zero_sample_halves() else min(2, self.n_arms)
+
+    def _zero_sample_halves(self) -> bool:
+        """Whether the learner class declares that a real <-> zero sample change costs at most half of a
+        replace-one change (module docstring)."""
+        return getattr(self._learner_cls, "zero_sample_halves_sensitivity", False) is True
 
     def _agent_report(self, learner: StreamingLearner) -> PrivacyReport:
         """The agent's report from one (freshly built) learner's report and ledger."""
@@ -273,14 +280,16 @@ class OCOAgent(PrivateAgent):
         for _ in range(copies):  # the learner's unit (one sample) is one arm's part of the agent's unit (one user)
             for event in learner.ledger.events:
                 ledger.add_event(event)
-        why = {
-            "full": f"full information: every one of the K = {self.n_arms} learners sees the user's data",
-            "bandit": ("bandit feedback with zero samples for the arms not played: a neighbour changes one "
-                       "learner's sample, or two learners' samples by at most half the calibrated sensitivity "
-                       "each (spec/private-oco-learners.md §7)") if copies == 1 else
-                      (f"bandit feedback with zero samples for the arms not played: a neighbour changes the samples "
-                       f"of at most {copies} learners"),
-        }[self.feedback]
+        if self.feedback == "full":
+            why = f"full information: every one of the K = {self.n_arms} learners sees the user's data"
+        elif self._zero_sample_halves():
+            why = ("bandit feedback with zero samples for the arms not played: a neighbour replaces one learner's "
+                   "sample, or changes two learners' samples real <-> zero, each change costing at most half of a "
+                   "replace-one change (the learner's zero_sample_halves_sensitivity; spec/private-oco-learners.md "
+                   "§7)")
+        else:
+            why = (f"bandit feedback with zero samples for the arms not played: a neighbour changes the samples of "
+                   f"at most {copies} learners")
         routing = {
             "JDP": "JDP by the billboard lemma: the released iterates are DP, each action depends on them and the "
                    "user's own features only",
@@ -290,7 +299,10 @@ class OCOAgent(PrivateAgent):
                    "no trusted curator. Warning: logging the action a_t centrally leaks x_t outside the LDP "
                    "guarantee (spec/private-oco-learners.md §7)",
         }[guarantee]
-        report = ledger.report(base.delta, guarantee=guarantee, sensitivity_assumption=base.sensitivity_assumption,
+        assumption = base.sensitivity_assumption
+        if "y_bound" in learner_hyperparameters(self.learner_name) and "y_bound" not in self.learner_params:
+            assumption += f"; y_bound from the agents' reward clip: {reward_clip_range(self.constants).describe()}"
+        report = ledger.report(base.delta, guarantee=guarantee, sensitivity_assumption=assumption,
                                note=f"{routing}. Learner: {base.note}" if base.note else routing)
         return dataclasses.replace(
             report,

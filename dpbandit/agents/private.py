@@ -14,20 +14,32 @@ dpbandit makes that structure explicit:
 
 A private agent subclasses :class:`PrivateAgent`, implements ``_make_curator`` and the static ``action_rule``, and
 reports its guarantee through ``privacy_report()``.
+
+Every sensitivity of a private agent rests on public bounds, never on the data: :func:`check_context_bound` refuses
+contexts beyond the declared bound, and :func:`reward_clip_range` is the one rule by which private agents clip
+rewards (the environment's range when rewards are bounded, the mean bounds +- 4 noise standard deviations when they
+are Gaussian), stated in their privacy reports.
 """
 
 from __future__ import annotations
 
 import abc
 import inspect
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from dpbandit.agents.base import Agent
+from dpbandit.envs.constants import BanditConstants
 from dpbandit.seeding import stream
+from dpbandit.validation import check_real
 
-__all__ = ["Curator", "PrivateAgent", "check_context_bound"]
+__all__ = ["Curator", "PrivateAgent", "check_context_bound", "REWARD_CLIP_STDS", "RewardClip", "reward_clip_range"]
+
+#: Reach of the default reward clip for unbounded (Gaussian-noise) rewards, in noise standard deviations.
+REWARD_CLIP_STDS = 4.0
 
 
 class Curator(abc.ABC):
@@ -106,3 +118,51 @@ def check_context_bound(observation: np.ndarray, norm: str, bound: float, *, rto
             f"observation has a feature vector with ||x||_{norm[1:]} = {worst:.6g} > context_bound = {bound:g}: the "
             "privacy calibration assumes the declared bound; clip contexts in the environment (normalize='clip')"
         )
+
+
+@dataclass(frozen=True)
+class RewardClip:
+    """The interval ``[low, high]`` a private agent clips every reward to, and the ``rule`` that chose it (for the
+    privacy report's sensitivity assumption). ``bound = max(|low|, |high|)`` bounds ``|reward|`` after clipping."""
+
+    low: float
+    high: float
+    rule: str
+
+    @property
+    def bound(self) -> float:
+        return max(abs(self.low), abs(self.high))
+
+    def clip(self, reward: float) -> float:
+        return min(max(float(reward), self.low), self.high)
+
+    def describe(self) -> str:
+        return f"rewards clipped to [{self.low:.6g}, {self.high:.6g}] ({self.rule})"
+
+
+def reward_clip_range(constants: BanditConstants, override: float | None = None, *, name: str = "reward_clip",
+                      n_std: float = REWARD_CLIP_STDS) -> RewardClip:
+    """The reward clip of a private agent, from public constants only (the agent's sensitivities rest on it):
+
+    * ``override`` c > 0 (the agent's own parameter, validated under ``name``): ``[-c, c]``;
+    * bounded rewards (Bernoulli links, an environment with ``reward_clip``): the environment's range
+      ``[reward_low, reward_high]``, which clips nothing;
+    * unbounded Gaussian rewards (identity link): ``[mean_low - n_std noise_std, mean_high + n_std noise_std]``. A
+      reward's mean lies in ``[mean_low, mean_high]``, so it falls outside with probability at most
+      ``2 Phi(-n_std)`` (6.3e-5 at the default 4); such rewards are clipped, so the sensitivities hold for every
+      reward, at the price of a rare, small bias.
+
+    DP-HDB and DP-UCB use it with their override parameters (``reward_bound``, ``reward_clip``); the OCO adapter
+    passes ``bound`` as the learners' ``y_bound``.
+    """
+    if not isinstance(constants, BanditConstants):
+        raise TypeError(f"constants must be a BanditConstants, got {type(constants).__name__}")
+    n_std = check_real("n_std", n_std, low=0.0)
+    if override is not None:
+        c = check_real(name, override, low=0.0, low_inclusive=False)
+        return RewardClip(-c, c, f"{name} = {c:g}")
+    if math.isfinite(constants.reward_low) and math.isfinite(constants.reward_high):
+        return RewardClip(constants.reward_low, constants.reward_high, "the environment's reward range")
+    widen = n_std * constants.noise_std
+    return RewardClip(constants.mean_low - widen, constants.mean_high + widen,
+                      f"unbounded Gaussian rewards: mean bounds -/+ {n_std:g} noise_std = {constants.noise_std:g}")

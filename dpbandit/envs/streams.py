@@ -25,44 +25,21 @@ training samples do not depend on ``horizon``.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import expit
 
+from dpbandit.geometry import dual_exponent, lp_norm
 from dpbandit.seeding import stream
 from dpbandit.validation import check_choice, check_int, check_real
 
-__all__ = ["MODELS", "THETA_LAWS", "RegressionStream", "StreamData", "dual_exponent", "lp_norm"]
+__all__ = ["MODELS", "THETA_LAWS", "RegressionStream", "StreamData"]
 
 #: Response models of a stream.
 MODELS: tuple[str, ...] = ("linear", "logistic")
 #: Laws of theta*: the paper's Gaussian draw or the authors' code's sparse all-equal vector.
 THETA_LAWS: tuple[str, ...] = ("paper", "code")
-
-
-def dual_exponent(p: float) -> float:
-    """q = p/(p-1), with q = inf for p = 1 and q = 1 for p = inf."""
-    if p == 1.0:
-        return math.inf
-    if math.isinf(p):
-        return 1.0
-    return p / (p - 1.0)
-
-
-def lp_norm(x: np.ndarray, p: float) -> np.ndarray:
-    """||x||_p along the last axis (p >= 1, inf allowed); shape ``x.shape[:-1]``."""
-    a = np.abs(np.asarray(x, dtype=float))
-    if math.isinf(p):
-        return a.max(axis=-1)
-    if p == 1.0:
-        return a.sum(axis=-1)
-    if p == 2.0:
-        return np.sqrt(np.einsum("...i,...i->...", a, a))
-    m = a.max(axis=-1, keepdims=True)  # scale by the largest entry first: no overflow/underflow for large p
-    m = np.where(m > 0, m, 1.0)
-    return m[..., 0] * ((a / m) ** p).sum(axis=-1) ** (1.0 / p)
 
 
 @dataclass(frozen=True)

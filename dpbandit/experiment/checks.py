@@ -217,8 +217,9 @@ def check_private_agent(
 
 def _quick_audit(agent: PrivateAgent, data, report, n_samples: int) -> None:
     """Neighbouring streams differ in the first user's reward, set to the two extremes of the declared reward range
-    (+-1e3 when it is unbounded: an agent must clip); statistic: projection of the final release on the estimated
-    mean difference (:func:`dpbandit.privacy.audit.projection`)."""
+    (+-1e3 when it is unbounded: an agent must clip). The audited output is the releases at t = 1, 2, 4, 8, ...
+    (every tree level that holds the first user), projected on the estimated mean difference
+    (:func:`dpbandit.privacy.audit.projection`)."""
     from dpbandit.privacy.audit import audit, projection
 
     obs, arm, _ = data[0]
@@ -227,14 +228,18 @@ def _quick_audit(agent: PrivateAgent, data, report, n_samples: int) -> None:
     high = constants.reward_high if np.isfinite(constants.reward_high) else 1e3
     data = [(obs, arm, high)] + list(data[1:])
     neighbour = [(obs, arm, low)] + list(data[1:])
+    recorded = {2**k for k in range(len(data).bit_length())}
 
     def mechanism(stream, rng, n):
         out = []
         for _ in range(n):
             curator = agent._make_curator(rng)
-            for o, a, r in stream:
+            releases = []
+            for t, (o, a, r) in enumerate(stream, start=1):
                 curator.observe(o, a, r)
-            out.append(_release_vector(curator.release()))
+                if t in recorded:
+                    releases.append(_release_vector(curator.release()))
+            out.append(np.concatenate(releases))
         return np.stack(out)
 
     pilot_rng = np.random.default_rng(7)

@@ -7,7 +7,7 @@
     dpbandit reproduce table-5.1       Han et al.'s Table 5.1: published vs correctly calibrated (--quick for a subset)
     dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
     dpbandit frontier [--quick]        privacy-regret frontier: final regret vs epsilon, with random/non-private lines
-    dpbandit oco [--quick]             regret of the private OCO learners against the best point in hindsight
+    dpbandit oco [--quick] [--fresh]   regret of the private OCO learners against the best point in hindsight
     dpbandit envs                      registered environments with their parameters
     dpbandit agents                    available agent types
 """
@@ -150,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     oco.add_argument("options", nargs=argparse.REMAINDER, help="options of the OCO runner (--quick, --help)")
 
     frontier = sub.add_parser(
-        "frontier", help="privacy-regret frontier: final regret vs epsilon per horizon (--quick, --help)", add_help=False
+        "frontier", help="privacy-regret frontier: final regret vs epsilon per horizon (--quick, --help)",
+        add_help=False,
     )
     frontier.add_argument("options", nargs=argparse.REMAINDER, help="options of the frontier (--quick, --help)")
     return parser

@@ -49,7 +49,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-__all__ = ["AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "DEFAULT_CONFIG"]
+__all__ = [
+    "AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "parse_seeds", "config_digest", "DEFAULT_CONFIG",
+]
 
 #: The packaged default experiment run by ``dpbandit run`` without ``--config``.
 DEFAULT_CONFIG = Path(__file__).with_name("configs") / "quick.toml"
@@ -77,20 +79,33 @@ class EnvSpec:
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One agent of an experiment: registry ``type``, result ``label`` and hyperparameters."""
+    """One agent of an experiment: ``type``, result ``label`` and hyperparameters.
 
-    type: str
+    ``type`` is a registry name (``dpbandit.agents.AGENTS``), ``"package.module:ClassName"``, or an Agent subclass
+    (e.g. one defined in a notebook; parallel workers receive it pickled by value).
+    """
+
+    type: Any
     label: str = ""
     params: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        if not isinstance(self.type, str) or not self.type:
-            raise TypeError(f"agent type must be a non-empty string, got {self.type!r}")
+        is_class = isinstance(self.type, type)
+        if not is_class and (not isinstance(self.type, str) or not self.type):
+            raise TypeError(f"agent type must be a non-empty string or an Agent subclass, got {self.type!r}")
         if not isinstance(self.label, str):
             raise TypeError(f"agent label must be a string, got {self.label!r}")
         if not self.label:
-            object.__setattr__(self, "label", self.type)
+            label = (getattr(self.type, "name", "") or self.type.__name__) if is_class else self.type
+            object.__setattr__(self, "label", label)
         object.__setattr__(self, "params", dict(self.params))
+
+    @property
+    def type_name(self) -> str:
+        """``type`` as text for manifests: the registry name or ``module:qualname`` of a class."""
+        if isinstance(self.type, str):
+            return self.type
+        return f"{self.type.__module__}:{self.type.__qualname__}"
 
 
 @dataclass(frozen=True)
@@ -131,7 +146,7 @@ class ExperimentConfig:
             raise ValueError("agents must list at least one agent")
         _check_unique("agent", [a.label for a in agents])
         object.__setattr__(self, "agents", agents)
-        object.__setattr__(self, "seeds", _parse_seeds(self.seeds))
+        object.__setattr__(self, "seeds", parse_seeds(self.seeds))
         check_int("n_jobs", self.n_jobs, low=1)
         if self.checkpoints is not None:
             check_int("checkpoints", self.checkpoints, low=2)
@@ -149,13 +164,12 @@ class ExperimentConfig:
             "checkpoints": "all" if self.checkpoints is None else self.checkpoints,
             "out": self.out,
             "envs": [{"id": e.id, "label": e.label, **e.kwargs} for e in self.envs],
-            "agents": [{"type": a.type, "label": a.label, **a.params} for a in self.agents],
+            "agents": [{"type": a.type_name, "label": a.label, **a.params} for a in self.agents],
         }
 
     def config_hash(self) -> str:
         """SHA-256 of everything that determines the results (not ``n_jobs`` or ``out``)."""
-        data = {k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "out")}
-        return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()
+        return config_digest({k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "out")})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ExperimentConfig":
@@ -237,7 +251,15 @@ def _agent_from_mapping(data: Any, index: int) -> AgentSpec:
     return AgentSpec(type=data["type"], label=data.get("label", ""), params=params)
 
 
-def _parse_seeds(seeds: Any) -> tuple[int, ...]:
+def config_digest(data: Mapping[str, Any]) -> str:
+    """SHA-256 (hex) of ``data`` as canonical JSON (sorted keys; values JSON cannot hold by their ``repr``): the
+    identity of an experiment in its run directory (:func:`dpbandit.experiment.results.prepare_run_dir`)."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=repr).encode()).hexdigest()
+
+
+def parse_seeds(seeds: Any) -> tuple[int, ...]:
+    """Seeds of an experiment: an int ``n >= 1`` means ``0..n-1``; a non-empty list/tuple of distinct integers
+    ``>= 0`` is kept in its order. ``TypeError``/``ValueError`` naming ``seeds`` otherwise."""
     if isinstance(seeds, bool):
         raise TypeError(f"seeds must be a positive integer or a list of integers >= 0, got {seeds!r}")
     if isinstance(seeds, int):

@@ -19,6 +19,7 @@ Epsilon is the axis of one guarantee type: private agents whose reports name dif
 window-JDP) are refused, and so is the published-code comparison mode (``spec/README.md`` rule 2,
 ``spec/han-frank-wolfe.md`` §9.5).
 
+The tables and the figure are built by :mod:`dpbandit.experiment.frontier_report` (re-exported here).
 Python: ``run_frontier(FrontierConfig(agents=("dp_ucb",), horizons=(10_000,)))``. Command line:
 ``dpbandit frontier [--quick] [--env ID] [--agents ...] [--epsilons ...] [--horizons ...]`` (:func:`main`).
 """
@@ -36,41 +37,35 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium
-import numpy as np
 import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, hyperparameters, make_agent
-from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, _parse_seeds
-from dpbandit.experiment.results import COLUMNS, mean_ci, package_versions, write_atomic, write_json_atomic
+from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, parse_seeds
+from dpbandit.experiment.frontier_report import (
+    RESULT_COLUMNS,
+    epsilon_text,
+    first_epsilon_beating,
+    frontier_table,
+    plot_frontier,
+)
+from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
 from dpbandit.experiment.runner import run_experiment
 from dpbandit.privacy.report import CORRECT
 from dpbandit.validation import check_delta, check_epsilon, check_int
 
-__all__ = ["EPSILONS", "HORIZONS", "QUICK", "FrontierConfig", "FrontierResult", "run_frontier", "frontier_table",
-           "first_epsilon_beating", "plot_frontier", "main"]
+__all__ = ["EPSILONS", "HORIZONS", "QUICK", "RESULT_COLUMNS", "FrontierConfig", "FrontierResult", "run_frontier",
+           "frontier_table", "first_epsilon_beating", "plot_frontier", "main"]
 
 EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
 HORIZONS: tuple[int, ...] = (10_000, 100_000)
 #: The ``--quick`` grid: a few seconds per private agent.
 QUICK: dict[str, Any] = dict(epsilons=(1.0, 16.0, math.inf), horizons=(500, 2000), seeds=2, checkpoints=10)
-RESULT_COLUMNS = (*COLUMNS, "epsilon", "horizon", "role")
 
 
 def private_agents() -> tuple[str, ...]:
     """Registry names of the private agents with an ``epsilon`` hyperparameter (the ones a sweep can run)."""
     return tuple(name for name, cls in AGENTS.items() if cls.private and "epsilon" in hyperparameters(name))
-
-
-def _eps_text(eps: float) -> str:
-    return "inf" if math.isinf(eps) else f"{eps:g}"
-
-
-def _jsonable(value: Any) -> Any:
-    """NaN -> None and inf -> "inf", so manifests stay strict JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None if math.isnan(value) else _eps_text(value)
-    return value
 
 
 def _agent_names(key: str, names: Any, *, private: bool) -> tuple[str, ...]:
@@ -135,7 +130,7 @@ class FrontierConfig:
         set_("epsilons", _unique_sorted("epsilons", self.epsilons, lambda e: check_epsilon(e, "epsilons entry",
                                                                                           allow_inf=True)))
         set_("horizons", _unique_sorted("horizons", self.horizons, lambda h: check_int("horizons entry", h, low=2)))
-        set_("seeds", _parse_seeds(self.seeds))
+        set_("seeds", parse_seeds(self.seeds))
         if self.delta is not None:
             set_("delta", check_delta(self.delta, allow_zero=False))
         set_("env_kwargs", dict(self.env_kwargs))
@@ -164,7 +159,7 @@ class FrontierConfig:
                 params = {**self.agent_params.get(name, {}), "epsilon": eps}
                 if self.delta is not None:
                     params["delta"] = self.delta
-                label = f"{name} eps={_eps_text(eps)}"
+                label = f"{name} eps={epsilon_text(eps)}"
                 specs.append(AgentSpec(name, label, params))
                 labels[label] = (name, eps, "private")
         for name in self.references:
@@ -178,7 +173,7 @@ class FrontierConfig:
     def to_dict(self) -> dict:
         return {
             "env_id": self.env_id, "env_kwargs": dict(self.env_kwargs), "agents": list(self.agents),
-            "epsilons": [_eps_text(e) for e in self.epsilons], "horizons": list(self.horizons),
+            "epsilons": [epsilon_text(e) for e in self.epsilons], "horizons": list(self.horizons),
             "seeds": list(self.seeds), "delta": self.delta, "references": list(self.references),
             "agent_params": dict(self.agent_params), "n_jobs": self.n_jobs, "checkpoints": self.checkpoints,
             "name": self.name,
@@ -209,7 +204,7 @@ def _privacy_reports(fc: FrontierConfig) -> dict[tuple[str, float, int], Any]:
                     continue
                 report = make_agent(spec.type, env, **spec.params).privacy_report()
                 if report is None or report.calibration_mode != CORRECT:
-                    raise ValueError(f"agent {name!r} at epsilon={_eps_text(eps)} is not a correctly calibrated "
+                    raise ValueError(f"agent {name!r} at epsilon={epsilon_text(eps)} is not a correctly calibrated "
                                      "private run; the frontier only aggregates private results")
                 if math.isfinite(eps):
                     if report.guarantee == "none":
@@ -222,100 +217,6 @@ def _privacy_reports(fc: FrontierConfig) -> dict[tuple[str, float, int], Any]:
         raise ValueError(f"the private agents report different guarantee types {sorted(map(str, kinds))}: they "
                          "cannot share one epsilon axis; run them in separate frontiers")
     return reports
-
-
-def frontier_table(results: pd.DataFrame, reports: Mapping | None = None, level: float = 0.95) -> pd.DataFrame:
-    """Final cumulative regret per (agent, role, epsilon, horizon): mean, Student-t CI half-width, std, seeds.
-
-    ``results`` has :data:`RESULT_COLUMNS`; ``reports`` (optional) maps (agent, epsilon, horizon) to the privacy
-    report whose guarantee, accounted epsilon and delta are added.
-    """
-    last = results[results["t"] == results["horizon"]]
-    rows = []
-    for (agent, role, eps, T), g in last.groupby(["agent", "role", "epsilon", "horizon"], sort=False):
-        values = g["cumulative_regret"].to_numpy()
-        mean, half = mean_ci(values, level)
-        report = (reports or {}).get((agent, eps, T))
-        rows.append({
-            "agent": agent, "role": role, "epsilon": float(eps), "horizon": int(T), "seeds": int(values.size),
-            "final_regret_mean": mean, "final_regret_ci95": half,
-            "final_regret_std": float(values.std(ddof=1)) if values.size > 1 else 0.0,
-            "guarantee": report.guarantee if report is not None else "none",
-            "reported_epsilon": report.epsilon if report is not None else math.inf,
-            "delta": report.delta if report is not None else 0.0,
-        })
-    table = pd.DataFrame(rows)
-    return table.sort_values(["horizon", "role", "agent", "epsilon"], kind="stable").reset_index(drop=True)
-
-
-def first_epsilon_beating(frontier: pd.DataFrame, factor: float = 2.0, reference: str = "random") -> pd.DataFrame:
-    """Per (private agent, horizon): the smallest epsilon whose mean final regret is below ``reference``'s / factor
-    (NaN if none), with the regret ratio reference/agent at that epsilon."""
-    rows = []
-    for T, tab in frontier.groupby("horizon", sort=True):
-        ref = tab[(tab["role"] == "reference") & (tab["agent"] == reference)]
-        if ref.empty:
-            raise ValueError(f"reference agent {reference!r} is not in the frontier table")
-        ref_mean = float(ref["final_regret_mean"].iloc[0])
-        for agent, g in tab[tab["role"] == "private"].groupby("agent", sort=False):
-            g = g.sort_values("epsilon")
-            ok = g[g["final_regret_mean"] * factor < ref_mean]
-            eps = float(ok["epsilon"].iloc[0]) if len(ok) else math.nan
-            ratio = ref_mean / float(ok["final_regret_mean"].iloc[0]) if len(ok) else math.nan
-            rows.append({"agent": agent, "horizon": int(T), "factor": factor, "epsilon": eps,
-                         "ratio_at_epsilon": ratio, f"{reference}_regret": ref_mean})
-    return pd.DataFrame(rows)
-
-
-def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None = None) -> Path:
-    """Final regret against epsilon (log x; inf drawn at the right as "inf (noise off)"), CI bands, references as
-    horizontal bands; one panel per horizon. Returns the written path."""
-    from dpbandit.experiment.plots import plt, sns  # the Agg backend is selected there
-
-    horizons = sorted(frontier["horizon"].unique())
-    priv = frontier[frontier["role"] == "private"]
-    finite = sorted(e for e in priv["epsilon"].unique() if math.isfinite(e))
-    x_inf = (max(finite) if finite else 1.0) * 4.0
-    ticks = [*finite, *([x_inf] if (~np.isfinite(priv["epsilon"])).any() else [])]
-    agents = list(dict.fromkeys(frontier["agent"]))
-    palette = dict(zip(agents, sns.color_palette("colorblind", len(agents))))
-    guarantee = next((g for g in priv["guarantee"] if g != "none"), "JDP")
-    sns.set_theme(style="whitegrid", context="notebook")
-    fig, axes = plt.subplots(1, len(horizons), figsize=(5.6 * len(horizons), 4.6), squeeze=False)
-    for ax, T in zip(axes[0], horizons):
-        tab = frontier[frontier["horizon"] == T]
-        means = tab["final_regret_mean"].to_numpy()
-        floor = max(float(means[means > 0].min()) / 3.0 if (means > 0).any() else 1e-3, 1e-3)  # log-axis bottom
-        for agent, g in tab[tab["role"] == "private"].groupby("agent", sort=False):
-            g = g.sort_values("epsilon")
-            x = np.where(np.isfinite(g["epsilon"]), g["epsilon"], x_inf)
-            m, h = g["final_regret_mean"].to_numpy(), g["final_regret_ci95"].to_numpy()
-            ax.plot(x, np.maximum(m, floor), marker="o", color=palette[agent], label=f"{agent} (n={g['seeds'].min()})")
-            ax.fill_between(x, np.maximum(m - h, floor), m + h, color=palette[agent], alpha=0.2, linewidth=0)
-        for _, r in tab[tab["role"] == "reference"].iterrows():
-            m, h = r["final_regret_mean"], r["final_regret_ci95"]
-            label = "uniform random" if r["agent"] == "random" else f"{r['agent']} (non-private)"
-            ax.axhline(max(m, floor), color=palette[r["agent"]], linestyle="--", label=label)
-            ax.axhspan(max(m - h, floor), max(m + h, floor), color=palette[r["agent"]], alpha=0.12, linewidth=0)
-        ax.set_ylim(bottom=floor)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xticks(ticks)
-        ax.set_xticklabels([_eps_text(e) for e in finite] + (["inf\n(noise off)"] if len(ticks) > len(finite) else []))
-        ax.minorticks_off()
-        ax.set_xlabel(f"{guarantee} ε")
-        ax.set_ylabel("final cumulative regret (95% CI)")
-        deltas = sorted(set(tab.loc[tab["guarantee"] != "none", "delta"]))
-        ax.set_title(f"T = {T:,}" + (f", δ = {deltas[0]:.3g}" if len(deltas) == 1 else ""))
-        ax.legend(loc="best", fontsize="small")
-    if title:
-        fig.suptitle(title)
-    fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
 
 
 def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progress: bool = True, *,
@@ -352,8 +253,8 @@ def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progr
             "status": "complete", "config": fc.to_dict(), "versions": package_versions(),
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "seconds": time.perf_counter() - start, "resumed_jobs": result.resumed_jobs,
-            "privacy": {f"{a} eps={_eps_text(e)} T={T}": r.to_dict() for (a, e, T), r in reports.items()},
-            "beats_random_2x": [{k: _jsonable(v) for k, v in row.items()} for row in beats.to_dict("records")],
+            "privacy": {f"{a} eps={epsilon_text(e)} T={T}": r.to_dict() for (a, e, T), r in reports.items()},
+            "beats_random_2x": beats.to_dict("records"),
             "files": {"results": "results.csv", "frontier": "frontier.csv", "plot": "frontier.png",
                       "sweep": "sweep/ (the runner's run directory: jobs, per-horizon regret curves)"},
         }
@@ -423,7 +324,7 @@ def cli_command(args: argparse.Namespace) -> int:
         cols = ["agent", "epsilon", "horizon", "seeds", "final_regret_mean", "final_regret_ci95", "guarantee"]
         print(result.frontier[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     for row in result.beats_random.to_dict("records"):
-        verdict = (f"first beats uniform random by {row['factor']:g}x at epsilon = {_eps_text(row['epsilon'])} "
+        verdict = (f"first beats uniform random by {row['factor']:g}x at epsilon = {epsilon_text(row['epsilon'])} "
                    f"(ratio {row['ratio_at_epsilon']:.3g})" if not math.isnan(row["epsilon"])
                    else f"never beats uniform random by {row['factor']:g}x on this grid")
         print(f"{row['agent']} at T = {row['horizon']}: {verdict}")

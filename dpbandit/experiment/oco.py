@@ -1,28 +1,26 @@
 """The OCO runner: regret of streaming learners against the best fixed point in hindsight on regression streams.
 
-A *problem* is a :class:`~dpbandit.envs.streams.RegressionStream` in the Euclidean geometry (``p = 2``: features
-with ``||x_t||_2 = 1``, ``||theta*||_2 = theta_norm``) with a loss
+The problems and the grid of problems x learners x seeds are an :class:`~dpbandit.experiment.oco_config.OCOConfig`
+(:mod:`dpbandit.experiment.oco_config`). The regret of a learner with iterates ``w_s`` after t rounds is
 
-    f_t(w) = phi(x_t^T w, y_t) + (mu/2) ||w||^2,
+    R_t = sum_{s<=t} f_s(w_s) - min_{u in C} sum_{s<=t} f_s(u),
 
-``phi`` the squared loss ``(1/2)(x^T w - y)^2`` (``model="linear"``) or the logistic loss (``"logistic"``), and
-``mu = 0`` (convex) or ``mu > 0`` (strongly convex, problems named ``*-ridge``). The regret after t rounds is
+with ``C`` **the learner's own domain**: ``learner.domain`` (a :class:`~dpbandit.optim.projections.Domain`: the
+simplex or l1 ball of WDP-COCOL, the l2 ball of the gradient-descent and FTL learners, an l_p ball); a learner that
+declares none is unconstrained (the parameter-free learners) and is compared with the l2 ball of the stream radius.
+The comparator is recomputed at every recorded round by
+:func:`~dpbandit.experiment.comparators.best_in_hindsight` (exact on l2 balls for the squared loss, otherwise
+certified by its duality gap; the largest gap of a job is recorded as ``comparator_gap``).
 
-    R_t = sum_{s<=t} f_s(w_s) - min_{||u||_2 <= R} sum_{s<=t} f_s(u),     R = stream radius = 2 theta_norm,
-
-with the comparator recomputed at every recorded round (closed form plus a secular equation for the squared loss,
-SLSQP for the logistic loss). Every learner sees the same samples (seed streams "instance", "contexts",
-"reward_noise") and draws its own noise from the "privacy" stream.
-
-Learners come from :data:`dpbandit.optim.registry.LEARNERS`; the public constants of the problem (``loss``,
-``mu``, ``x_bound = 1``, ``y_bound``, ``radius``) are passed to every learner that accepts them. Learners whose
-``mu`` is required (strongly convex methods) run only on the ``*-ridge`` problems.
-
-Output, as for bandit runs (``dpbandit.experiment.results``): a tidy table with columns :data:`OCO_COLUMNS`
-(``stream`` plays the role of ``env_id`` and ``learner`` of ``agent``), ``summary.csv`` (final regret with 95% CI,
-log-log regret slope, microseconds per round, guarantee label), ``regret.png``, ``manifest.json`` (config,
-versions, privacy reports) and ``jobs/``, under ``<out>/<name>-<timestamp>/``. Command line: :func:`main`
-(``dpbandit oco [--quick]``).
+Jobs are (problem, seed) pairs (one stream draw and one comparator per distinct domain for all learners), run like
+bandit jobs (:func:`dpbandit.experiment.runner.execute_jobs`) into the run directory ``<out>/<name>``
+(:func:`dpbandit.experiment.results.prepare_run_dir`): every finished job is written to ``jobs/`` at once, running
+the same experiment again resumes it (finished jobs are read back, not recomputed), and a different experiment
+there is refused unless ``fresh=True`` (CLI ``--fresh``). Files: a tidy ``results.csv`` with columns
+:data:`OCO_COLUMNS` (``stream`` plays the role of ``env_id`` and ``learner`` of ``agent``), ``summary.csv`` (final
+regret with 95% CI, log-log regret slope, microseconds per round, guarantee label, comparator domain),
+``regret.png`` and ``manifest.json`` (config and its hash, versions, privacy reports, comparators; strict JSON).
+Command line: :func:`main` (``dpbandit oco [--quick] [--fresh]``).
 """
 
 from __future__ import annotations
@@ -31,234 +29,40 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import brentq, minimize
 
-from dpbandit.envs.streams import RegressionStream
+from dpbandit.experiment.comparators import best_in_hindsight, comparator_domain, hindsight_gap
+from dpbandit.experiment.oco_config import PROBLEMS, LearnerSpec, OCOConfig, default_learners
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import (
     checkpoint_rounds,
+    load_job,
     package_versions,
+    prepare_run_dir,
+    store_job,
     summary_table,
     write_atomic,
     write_json_atomic,
 )
-from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss
-from dpbandit.optim.registry import (
-    LEARNERS,
-    learner_class,
-    learner_hyperparameters,
-    make_learner,
-    noise_off_params,
-    requires_strong_convexity,
-    with_known_constants,
-)
-from dpbandit.seeding import stream
-from dpbandit.validation import check_int, check_real
+from dpbandit.experiment.runner import execute_jobs
+from dpbandit.optim.losses import Loss
+from dpbandit.optim.projections import Domain
+from dpbandit.optim.registry import LEARNERS
+from dpbandit.validation import check_int
 
-__all__ = ["OCO_COLUMNS", "PROBLEMS", "LearnerSpec", "OCOConfig", "OCOResult", "best_in_hindsight",
-           "play", "regret_slopes", "run_oco", "default_learners", "main"]
+__all__ = ["OCO_COLUMNS", "PROBLEMS", "LearnerSpec", "OCOConfig", "OCOResult", "best_in_hindsight", "play",
+           "regret_slopes", "run_oco", "default_learners", "main"]
 
 OCO_COLUMNS = ("stream", "learner", "seed", "t", "loss", "regret", "cumulative_loss", "cumulative_regret",
                "average_regret")
-#: Problem name -> (stream model, strongly convex).
-PROBLEMS: dict[str, tuple[str, bool]] = {
-    "linear": ("linear", False), "linear-ridge": ("linear", True),
-    "logistic": ("logistic", False), "logistic-ridge": ("logistic", True),
-}
-#: Hyperparameters a default run gives learners that require more than the problem's constants.
-_EXTRA_DEFAULTS: dict[str, dict[str, Any]] = {"wdp-cocop": {"window": 128}, "wdp-cocol": {"window": 128}}
-
-
-@dataclass(frozen=True)
-class LearnerSpec:
-    """One learner of an OCO run: registry ``name``, result ``label`` (default: the name), hyperparameters."""
-
-    name: str
-    label: str = ""
-    params: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        learner_class(self.name)
-        if not isinstance(self.label, str):
-            raise TypeError(f"learner label must be a string, got {self.label!r}")
-        object.__setattr__(self, "label", self.label or self.name)
-        object.__setattr__(self, "params", dict(self.params))
-
-
-@dataclass(frozen=True)
-class OCOConfig:
-    """An OCO experiment: problems x learners x seeds. ``mu`` is the ridge of the ``*-ridge`` problems."""
-
-    learners: tuple[LearnerSpec, ...]
-    problems: tuple[str, ...] = ("linear", "linear-ridge")
-    dim: int = 10
-    horizon: int = 5000
-    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
-    mu: float = 0.1
-    noise_std: float = 0.05
-    theta_norm: float = 1.0
-    checkpoints: int = 40
-    n_jobs: int = 1
-    name: str = "oco"
-    out: str = "runs"
-
-    def __post_init__(self) -> None:
-        learners = tuple(s if isinstance(s, LearnerSpec) else LearnerSpec(**s) for s in self.learners)
-        labels = [s.label for s in learners]
-        if not learners or len(set(labels)) != len(labels):
-            raise ValueError(f"learners must list at least one learner, with unique labels; got {labels}")
-        object.__setattr__(self, "learners", learners)
-        problems = tuple(self.problems)
-        if not problems or any(p not in PROBLEMS for p in problems):
-            raise ValueError(f"unknown problem in {list(problems)}; known problems: {', '.join(PROBLEMS)}")
-        object.__setattr__(self, "problems", problems)
-        check_int("dim", self.dim, low=1)
-        check_int("horizon", self.horizon, low=2)
-        seeds = tuple(check_int(f"seeds[{i}]", s, low=0) for i, s in enumerate(self.seeds))
-        if not seeds or len(set(seeds)) != len(seeds):
-            raise ValueError(f"seeds must be a non-empty list of distinct integers >= 0, got {list(self.seeds)}")
-        object.__setattr__(self, "seeds", seeds)
-        check_real("mu", self.mu, low=0.0, low_inclusive=False)
-        check_real("noise_std", self.noise_std, low=0.0)
-        check_real("theta_norm", self.theta_norm, low=0.0, low_inclusive=False)
-        check_int("checkpoints", self.checkpoints, low=2)
-        check_int("n_jobs", self.n_jobs, low=1)
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
-
-    def stream(self, problem: str) -> RegressionStream:
-        return RegressionStream(dim=self.dim, horizon=self.horizon, model=PROBLEMS[problem][0], p=2.0,
-                                noise_std=self.noise_std, test_size=1, theta_norm=self.theta_norm)
-
-    def problem_mu(self, problem: str) -> float:
-        return self.mu if PROBLEMS[problem][1] else 0.0
-
-    def loss(self, problem: str) -> Loss:
-        return SquaredLoss(scale=0.5) if PROBLEMS[problem][0] == "linear" else LogisticLoss()
-
-    def constants(self, problem: str) -> dict[str, Any]:
-        """The public constants every learner may calibrate to: loss, ridge, data bounds, comparator radius.
-        ``y_bound`` for the linear stream is ``theta_norm + 4 noise_std`` (learners clip the rare larger
-        responses; the regret is measured on the true ones)."""
-        linear = PROBLEMS[problem][0] == "linear"
-        return dict(loss=self.loss(problem), mu=self.problem_mu(problem), x_bound=1.0,
-                    y_bound=self.theta_norm + 4.0 * self.noise_std if linear else 1.0,
-                    radius=self.stream(problem).radius)
-
-    def build(self, problem: str, spec: LearnerSpec, seed: int):
-        params = with_known_constants(spec.name, spec.params, **self.constants(problem))
-        return make_learner(spec.name, self.dim, self.horizon, rng=stream(seed, "privacy"), **params)
-
-    def plan(self) -> list[tuple[str, LearnerSpec, str]]:
-        """Every (problem, learner, reason) of the grid; ``reason`` is "" for the pairs that run, else why the pair
-        is skipped: a strongly convex learner on a problem without ridge, or a learner that refuses the problem
-        (e.g. PQFTL on a logistic stream)."""
-        out = []
-        for p in self.problems:
-            for s in self.learners:
-                reason = ""
-                if not PROBLEMS[p][1] and requires_strong_convexity(s.name):
-                    reason = "needs a strongly convex loss (mu > 0)"
-                else:
-                    try:
-                        self.build(p, s, 0)
-                    except (TypeError, ValueError) as exc:
-                        reason = str(exc)
-                out.append((p, s, reason))
-        return out
-
-    def runs(self) -> list[tuple[str, LearnerSpec]]:
-        """The (problem, learner) pairs that run (see :meth:`plan`)."""
-        return [(p, s) for p, s, reason in self.plan() if not reason]
-
-    def validate(self) -> list[tuple[str, LearnerSpec, str]]:
-        """:meth:`plan`, after checking that every learner runs on some problem (bad hyperparameters fail before
-        any work, naming the reasons)."""
-        plan = self.plan()
-        for spec in self.learners:
-            reasons = [f"{p}: {r}" for p, s, r in plan if s is spec]
-            if all(r for _, s, r in plan if s is spec):
-                raise ValueError(f"learner {spec.label!r} cannot run on any problem of this config; "
-                                 + "; ".join(reasons))
-        return plan
-
-    def to_dict(self) -> dict:
-        """A strict-JSON-able dict (non-finite numbers, e.g. ``tau = inf``, as the strings "inf"/"-inf")."""
-        out = asdict(self)
-        out["learners"] = [{"name": s.name, "label": s.label, "params": _json_safe(s.params)} for s in self.learners]
-        return out
-
-
-def _json_safe(value: Any) -> Any:
-    value = value.tolist() if isinstance(value, np.ndarray) else value
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    return [_json_safe(v) for v in value] if isinstance(value, (list, tuple)) else value
-
-
-def best_in_hindsight(x: np.ndarray, y: np.ndarray, loss: Loss, mu: float, radius: float,
-                      rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``min_{||u||_2 <= radius} sum_{s<=t} f_s(u)`` and its minimiser for every ``t`` in ``rounds``.
-
-    ``x`` (T, d), ``y`` (T,); returns ``(values (n,), points (n, d))``. Squared loss ``s (z - y)^2``: the objective
-    is ``u'Hu/2 - g'u + s sum y^2`` with ``H = 2s X'X + t mu I``; the constrained minimiser is
-    ``(H + lam I)^{-1} g`` with ``lam = 0`` if feasible, else the root of ``||u(lam)|| = radius`` (exact up to
-    the root finder). Logistic: SLSQP on the ball, warm-started from the previous round's minimiser.
-    """
-    d = x.shape[1]
-    values, points = np.empty(len(rounds)), np.empty((len(rounds), d))
-    if isinstance(loss, SquaredLoss):
-        s = loss.scale
-        A, b, c, start = np.zeros((d, d)), np.zeros(d), 0.0, 0
-        for i, t in enumerate(rounds):
-            xs, ys = x[start:t], y[start:t]
-            A += xs.T @ xs
-            b += xs.T @ ys
-            c += float(ys @ ys)
-            start = t
-            lam_h, V = np.linalg.eigh(2.0 * s * A + t * mu * np.eye(d))
-            p = V.T @ (2.0 * s * b)
-            lam_h = np.maximum(lam_h, 0.0)
-            null = lam_h <= 1e-12 * max(lam_h.max(), 1.0)
-
-            def coords(lam: float) -> np.ndarray:
-                q = np.zeros(d)
-                live = ~null if lam == 0.0 else np.ones(d, dtype=bool)
-                q[live] = p[live] / (lam_h[live] + lam)
-                return q
-
-            q = coords(0.0)  # the minimum-norm minimiser when H is singular
-            if np.linalg.norm(q) > radius:
-                hi = np.linalg.norm(p) / radius
-                q = coords(brentq(lambda lam: np.linalg.norm(coords(lam)) - radius, 0.0, hi, xtol=1e-14,
-                                  rtol=1e-14) if hi > 0 else 0.0)
-            values[i] = 0.5 * float(q @ (lam_h * q)) - float(p @ q) + s * c
-            points[i] = V @ q
-        return values, points
-    u = np.zeros(d)
-    ball = {"type": "ineq", "fun": lambda w: radius**2 - w @ w, "jac": lambda w: -2.0 * w}
-    for i, t in enumerate(rounds):
-        xs, ys = x[:t], y[:t]
-
-        def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
-            z = xs @ w
-            f = float(np.sum(loss.phi(z, ys))) + 0.5 * t * mu * float(w @ w)
-            return f, xs.T @ loss.dphi(z, ys) + t * mu * w
-
-        res = minimize(objective, u, jac=True, method="SLSQP", constraints=[ball],
-                       options={"maxiter": 500, "ftol": 1e-14})
-        u = res.x * min(1.0, radius / max(np.linalg.norm(res.x), 1e-300))
-        values[i], points[i] = objective(u)[0], u
-    return values, points
+#: The y label of OCO regret plots.
+OCO_REGRET = "cumulative regret (vs best point in hindsight)"
 
 
 def play(learner, x: np.ndarray, y: np.ndarray, loss: Loss, mu: float) -> tuple[np.ndarray, float]:
@@ -273,39 +77,52 @@ def play(learner, x: np.ndarray, y: np.ndarray, loss: Loss, mu: float) -> tuple[
     return losses, time.perf_counter() - start
 
 
-def _run_seed(config: OCOConfig, runs: list, problem: str, seed: int, run_dir: Path | None) -> tuple[pd.DataFrame,
-                                                                                                     list]:
-    """Every learner of ``problem`` on the stream of ``seed`` (one comparator computation for all of them)."""
+def _comparator(data, loss: Loss, mu: float, domain: Domain, rounds: np.ndarray) -> dict:
+    """Best-in-hindsight values (n,), the comparator's loss at each recorded round (n,) and the largest gap."""
+    best, ustar = best_in_hindsight(data.x, data.y, loss, mu, domain, rounds)
+    idx = rounds - 1
+    round_loss = loss.phi(np.einsum("nd,nd->n", data.x[idx], ustar), data.y[idx]) + 0.5 * mu * np.sum(
+        ustar * ustar, axis=1)
+    gap = max(hindsight_gap(data.x[:t], data.y[:t], loss, mu, domain, u) for t, u in zip(rounds, ustar))
+    return {"best": best, "round_loss": round_loss, "gap": gap}
+
+
+def _job_stem(job: tuple[str, int]) -> str:
+    problem, seed = job
+    return f"{problem}__seed{seed}"
+
+
+def _run_job(config: OCOConfig, runs: list[tuple[str, LearnerSpec]], job: tuple[str, int]) -> tuple[pd.DataFrame,
+                                                                                                     list[dict]]:
+    """Every learner of ``problem`` on the stream of ``seed``, each against its own domain's comparator (computed
+    once per distinct domain); a pure function of its arguments (any process)."""
+    problem, seed = job
     data = config.stream(problem).draw(seed)
     loss, mu = config.loss(problem), config.problem_mu(problem)
     rounds = checkpoint_rounds(config.horizon, config.checkpoints)
-    best, ustar = best_in_hindsight(data.x, data.y, loss, mu, data.radius, rounds)
     idx = rounds - 1
-    comparator_loss = loss.phi(np.einsum("nd,nd->n", data.x[idx], ustar), data.y[idx]) + 0.5 * mu * np.sum(
-        ustar * ustar, axis=1)
+    comparators: dict[Domain, dict] = {}
     frames, metas = [], []
-    for prob, spec in runs:
-        if prob != problem:
-            continue
+    for spec in (s for p, s in runs if p == problem):
         learner = config.build(problem, spec, seed)
+        domain = comparator_domain(getattr(learner, "domain", None) or data.radius)
+        if domain not in comparators:
+            comparators[domain] = _comparator(data, loss, mu, domain, rounds)
+        comp = comparators[domain]
         losses, seconds = play(learner, data.x, data.y, loss, mu)
         cumulative = np.cumsum(losses)[idx]
         frames.append(pd.DataFrame({
             "stream": problem, "learner": spec.label, "seed": seed, "t": rounds, "loss": losses[idx],
-            "regret": losses[idx] - comparator_loss, "cumulative_loss": cumulative,
-            "cumulative_regret": cumulative - best, "average_regret": (cumulative - best) / rounds,
+            "regret": losses[idx] - comp["round_loss"], "cumulative_loss": cumulative,
+            "cumulative_regret": cumulative - comp["best"], "average_regret": (cumulative - comp["best"]) / rounds,
         }))
         report = learner.privacy_report()
         metas.append({"stream": problem, "learner": spec.label, "name": spec.name, "seed": seed,
-                      "params": _json_safe(spec.params), "seconds": seconds, "rounds": config.horizon,
+                      "params": dict(spec.params), "seconds": seconds, "rounds": config.horizon,
+                      "comparator": domain.describe(), "comparator_gap": comp["gap"],
                       "guarantee": "non-private (no guarantee)" if report is None else report.label,
                       "privacy_report": None if report is None else report.to_dict()})
-    frame = pd.concat(frames, ignore_index=True)[list(OCO_COLUMNS)]
-    if run_dir is not None:
-        stem = f"{problem}__seed{seed}"
-        write_atomic(run_dir / "jobs" / f"{stem}.csv", lambda p: frame.to_csv(p, index=False))
-        write_json_atomic(run_dir / "jobs" / f"{stem}.json", metas)
-    return frame, metas
+    return pd.concat(frames, ignore_index=True)[list(OCO_COLUMNS)], metas
 
 
 def regret_slopes(frame: pd.DataFrame, t_min: int = 1) -> pd.DataFrame:
@@ -322,76 +139,73 @@ def regret_slopes(frame: pd.DataFrame, t_min: int = 1) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class OCOResult:
+    """What :func:`run_oco` produced (paths ``None`` for an in-memory run)."""
+
     results: pd.DataFrame
     summary: pd.DataFrame
     run_dir: Path | None
     plot_path: Path | None
+    resumed_jobs: int = 0
 
 
-def run_oco(config: OCOConfig, out: str | Path | bool | None = None, progress: bool = True) -> OCOResult:
-    """Run every (problem, learner, seed) of ``config``; write a run directory unless ``out=False``."""
+def run_oco(config: OCOConfig, out: str | Path | bool | None = None, progress: bool = True, *,
+            fresh: bool = False) -> OCOResult:
+    """Run every (problem, learner, seed) of ``config`` into ``<out>/<name>`` (default ``out``: ``config.out``;
+    ``False`` keeps everything in memory). Re-running the same experiment there resumes it; a different one is
+    refused unless ``fresh=True``. Invalid configurations raise before any job starts."""
     if not isinstance(config, OCOConfig):
         raise TypeError(f"config must be an OCOConfig, got {type(config).__name__}")
     plan = config.validate()
     runs = [(p, s) for p, s, reason in plan if not reason]
     run_dir = None
     if out is not False:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-        run_dir = base = Path(config.out if out in (None, True) else out) / f"{config.name}-{stamp}"
-        for i in range(1, 1000):
-            if not run_dir.exists():
-                break
-            run_dir = base.with_name(f"{base.name}-{i}")
-        run_dir.mkdir(parents=True)
+        run_dir = prepare_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh)
     started = time.perf_counter()
+    manifest = {"status": "running", "kind": "oco", "config": config.to_dict(), "config_hash": config.config_hash(),
+                "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "versions": package_versions()}
     jobs = [(p, seed) for p in config.problems for seed in config.seeds if any(q == p for q, _ in runs)]
-    from tqdm.auto import tqdm
+    finished: dict[tuple[str, int], tuple[pd.DataFrame, list[dict]]] = {}
+    if run_dir is not None:
+        write_json_atomic(run_dir / "manifest.json", manifest)
+        finished = {job: loaded for job in jobs if (loaded := load_job(run_dir, _job_stem(job))) is not None}
+    resumed = len(finished)
 
-    if config.n_jobs == 1 or len(jobs) == 1:
-        outputs = [_run_seed(config, runs, p, s, run_dir) for p, s in tqdm(jobs, desc="oco jobs",
-                                                                             disable=not progress)]
-    else:
-        from joblib import Parallel, delayed
+    def store(job, output):
+        if run_dir is not None:
+            store_job(run_dir, _job_stem(job), *output)
+        finished[job] = output
 
-        parallel = Parallel(n_jobs=min(config.n_jobs, len(jobs)))
-        outputs = parallel(delayed(_run_seed)(config, runs, p, s, run_dir) for p, s in jobs)
+    execute_jobs(partial(_run_job, config, runs), [j for j in jobs if j not in finished], store,
+                 n_jobs=config.n_jobs, desc=f"{config.name} jobs", progress=progress)
+    outputs = [finished[job] for job in jobs]  # configuration order: problem, seed
     results = pd.concat([f for f, _ in outputs], ignore_index=True)
     metas = [m for _, ms in outputs for m in ms]
     timings = pd.DataFrame([{"env_id": m["stream"], "agent": m["learner"], "seed": m["seed"],
                              "seconds": m["seconds"], "rounds": m["rounds"]} for m in metas])
     as_bandit = results.rename(columns={"stream": "env_id", "learner": "agent"})
     summary = summary_table(as_bandit, timings).rename(columns={"env_id": "stream", "agent": "learner"})
-    t_min = max(10, config.horizon // 100)
-    summary = summary.merge(regret_slopes(results, t_min), on=["stream", "learner"], how="left")
-    labels = {(m["stream"], m["learner"]): m["guarantee"] for m in metas if m["seed"] == config.seeds[0]}
-    summary["guarantee"] = [labels[(s, a)] for s, a in zip(summary["stream"], summary["learner"])]
+    summary = summary.merge(regret_slopes(results, max(10, config.horizon // 100)), on=["stream", "learner"],
+                            how="left")
+    first = {(m["stream"], m["learner"]): m for m in metas if m["seed"] == config.seeds[0]}
+    for column in ("guarantee", "comparator"):
+        summary[column] = [first[key][column] for key in zip(summary["stream"], summary["learner"])]
     plot_path = None
     if run_dir is not None:
         write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
         write_atomic(run_dir / "summary.csv", lambda p: summary.to_csv(p, index=False))
-        plot_path = plot_regret(as_bandit, run_dir / "regret.png",
+        plot_path = plot_regret(as_bandit, run_dir / "regret.png", ylabel=OCO_REGRET,
                                 title=f"{config.name}: OCO regret vs best fixed point in hindsight")
-        skipped = [f"{s.label} on {p}: {reason}" for p, s, reason in plan if reason]
-        write_json_atomic(run_dir / "manifest.json", {
-            "status": "complete", "kind": "oco", "config": config.to_dict(), "versions": package_versions(),
-            "seconds": time.perf_counter() - started, "skipped": skipped,
-            "privacy": {f"{m['stream']}/{m['learner']}": m["privacy_report"] for m in metas
-                        if m["seed"] == config.seeds[0]},
-            "files": {"results": "results.csv", "summary": "summary.csv", "plot": "regret.png", "jobs": "jobs/"},
-        })
-    return OCOResult(results, summary, run_dir, plot_path)
-
-
-def default_learners(names: list[str] | None = None) -> tuple[LearnerSpec, ...]:
-    """Each learner at its default privacy and, labelled "(noise off)", its non-private original."""
-    specs = []
-    for name in names or list(LEARNERS):
-        extra = {k: v for k, v in _EXTRA_DEFAULTS.get(name, {}).items() if k in learner_hyperparameters(name)}
-        specs.append(LearnerSpec(name, params=extra))
-        off = noise_off_params(name)
-        if off:
-            specs.append(LearnerSpec(name, label=f"{name} (noise off)", params={**extra, **off}))
-    return tuple(specs)
+        manifest.update(
+            status="complete", finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            seconds=time.perf_counter() - started, resumed_jobs=resumed,
+            skipped=[f"{s.label} on {p}: {reason}" for p, s, reason in plan if reason],
+            privacy={f"{k[0]}/{k[1]}": m["privacy_report"] for k, m in first.items()},
+            comparators={f"{k[0]}/{k[1]}": m["comparator"] for k, m in first.items()},
+            comparator_gap=max(m["comparator_gap"] for m in metas),
+            files={"results": "results.csv", "summary": "summary.csv", "plot": "regret.png", "jobs": "jobs/"},
+        )
+        write_json_atomic(run_dir / "manifest.json", manifest)
+    return OCOResult(results, summary, run_dir, plot_path, resumed)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -406,7 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--horizon", type=int, help="T")
     parser.add_argument("--dim", type=int, help="d")
     parser.add_argument("--n-jobs", dest="n_jobs", type=int, help="parallel jobs")
-    parser.add_argument("--out", help="parent folder of the run directory (default: runs)")
+    parser.add_argument("--out", help="parent folder of the run directory <out>/<name> (default: runs)")
+    parser.add_argument("--name", help="run directory name (default: oco, or oco-quick with --quick)")
+    parser.add_argument("--fresh", action="store_true", help="discard an earlier run of this name, do not resume")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     try:
@@ -416,19 +232,23 @@ def main(argv: list[str] | None = None) -> int:
         settings = {**base, "learners": default_learners(names), "name": "oco-quick" if args.quick else "oco"}
         if args.problems:
             settings["problems"] = tuple(args.problems.split(","))
-        for key in ("horizon", "dim", "n_jobs"):
+        for key in ("horizon", "dim", "n_jobs", "out", "name"):
             if getattr(args, key) is not None:
                 settings[key] = getattr(args, key)
         if args.seeds is not None:
             settings["seeds"] = tuple(range(check_int("seeds", args.seeds, low=1)))
-        if args.out:
-            settings["out"] = args.out
-        result = run_oco(OCOConfig(**settings), progress=not args.no_progress)
+        result = run_oco(OCOConfig(**settings), progress=not args.no_progress, fresh=args.fresh)
     except (TypeError, ValueError) as exc:
         print(f"dpbandit oco: error: {exc}", file=sys.stderr)
         return 2
+    if result.resumed_jobs:
+        print(f"Resumed: {result.resumed_jobs} finished job(s) read back from {result.run_dir / 'jobs'}")
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(result.summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     print(f"\nResults table: {result.run_dir / 'results.csv'}\nRegret plot:   {result.plot_path}\n"
           f"Manifest:      {result.run_dir / 'manifest.json'}")
     return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

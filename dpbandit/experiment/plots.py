@@ -4,20 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import pandas as pd
+import seaborn as sns
 
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
+from dpbandit.experiment.results import regret_bands
 
-from dpbandit.experiment.results import regret_bands  # noqa: E402
+__all__ = ["plot_regret", "regret_figure", "PSEUDO_REGRET"]
 
-__all__ = ["plot_regret", "regret_figure"]
+#: The y label of bandit runs (pseudo-regret: best expected reward minus the chosen arm's expected reward).
+PSEUDO_REGRET = "cumulative pseudo-regret"
 
 
-def plot_regret(frame: pd.DataFrame, path: str | Path, *, title: str | None = None, level: float = 0.95) -> Path:
+def plot_regret(frame: pd.DataFrame, path: str | Path, *, title: str | None = None, level: float = 0.95,
+                ylabel: str = PSEUDO_REGRET) -> Path:
     """Write :func:`regret_figure` of ``frame`` to ``path`` (PNG, SVG, PDF by suffix); returns the path."""
-    fig = regret_figure(frame, title=title, level=level)
+    fig = regret_figure(frame, title=title, level=level, ylabel=ylabel)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -25,11 +27,13 @@ def plot_regret(frame: pd.DataFrame, path: str | Path, *, title: str | None = No
     return path
 
 
-def regret_figure(frame: pd.DataFrame, *, title: str | None = None, level: float = 0.95) -> plt.Figure:
+def regret_figure(frame: pd.DataFrame, *, title: str | None = None, level: float = 0.95,
+                  ylabel: str = PSEUDO_REGRET) -> plt.Figure:
     """Mean cumulative regret against t per agent, with Student-t ``level`` confidence bands across seeds.
 
     ``frame`` is a tidy result table (:data:`dpbandit.experiment.results.COLUMNS`; ``env_id`` optional). One panel
-    per environment. Returns the matplotlib figure (shown inline in notebooks).
+    per environment; ``ylabel`` names the regret on the y axis (bandit runs: the pseudo-regret; OCO runs: the
+    regret against the best point in hindsight). Returns the matplotlib figure (shown inline in notebooks).
     """
     if "env_id" not in frame.columns:
         frame = frame.assign(env_id="")
@@ -48,7 +52,7 @@ def regret_figure(frame: pd.DataFrame, *, title: str | None = None, level: float
             sns.lineplot(x=b["t"], y=b["mean"], ax=ax, color=palette[agent], label=f"{agent} (n={seeds[agent]})")
             ax.fill_between(b["t"], b["low"], b["high"], color=palette[agent], alpha=0.2, linewidth=0)
         ax.set_xlabel("round t")
-        ax.set_ylabel("cumulative pseudo-regret")
+        ax.set_ylabel(ylabel)
         ax.set_title(env if len(envs) > 1 else (title or env))
         ax.legend(loc="upper left", fontsize="small")
     if len(envs) > 1 and title:

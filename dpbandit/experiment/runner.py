@@ -1,8 +1,9 @@
 """The evaluation loop and the multi-seed runner.
 
 :func:`simulate` plays one episode of one agent and returns its recorded rounds. :func:`run_experiment` expands an
-:class:`~dpbandit.experiment.config.ExperimentConfig` into (environment, agent, seed) jobs, runs them (in this
-process, in joblib processes when ``n_jobs > 1``, or on a Dask cluster), and writes a run directory::
+:class:`~dpbandit.experiment.config.ExperimentConfig` into (environment, agent, seed) jobs, runs them with
+:func:`execute_jobs` (in this process, in joblib processes when ``n_jobs > 1``, or on a Dask cluster; the OCO runner
+uses it too), and writes a run directory (:func:`~dpbandit.experiment.results.prepare_run_dir`)::
 
     <out>/<name>/
         manifest.json      config and its hash, seeds, package versions, wall time per agent, privacy reports, status
@@ -23,12 +24,12 @@ agent sees the same users and the same seed gives identical results.
 
 from __future__ import annotations
 
-import json
 import re
-import shutil
 import time
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +45,17 @@ from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import (
     COLUMNS,
     checkpoint_rounds,
+    load_job,
     package_versions,
+    prepare_run_dir,
+    store_job,
     summary_table,
     write_atomic,
     write_json_atomic,
 )
 from dpbandit.validation import check_choice
 
-__all__ = ["simulate", "run_experiment", "RunResult", "BACKENDS"]
+__all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS"]
 
 #: Where jobs run: this machine (in-process or joblib processes) or a dask.distributed cluster.
 BACKENDS: tuple[str, ...] = ("local", "dask")
@@ -118,7 +122,7 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
     meta = {
         "env": env_spec.label,
         "agent": spec.label,
-        "type": spec.type,
+        "type": spec.type_name,
         "params": dict(spec.params),
         "seed": seed,
         "rounds": rounds,
@@ -127,24 +131,6 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
         "privacy_report": None if report is None else report.to_dict(),
     }
     return frame, meta
-
-
-def _store_job(run_dir: Path, stem: str, frame: pd.DataFrame, meta: dict) -> None:
-    """Write a finished job atomically: the CSV first, then the JSON that marks it finished."""
-    write_atomic(run_dir / "jobs" / f"{stem}.csv", lambda p: frame.to_csv(p, index=False))
-    write_json_atomic(run_dir / "jobs" / f"{stem}.json", meta)
-
-
-#: pandas >= 3 parses floats round-trip by default (and deprecates the option); older pandas needs it.
-_EXACT_CSV = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-
-
-def _load_job(run_dir: Path, stem: str) -> tuple[pd.DataFrame, dict] | None:
-    """A job finished by an earlier (possibly killed) run of the same experiment, or None."""
-    meta_path, csv_path = run_dir / "jobs" / f"{stem}.json", run_dir / "jobs" / f"{stem}.csv"
-    if not (meta_path.is_file() and csv_path.is_file()):
-        return None
-    return pd.read_csv(csv_path, **_EXACT_CSV), json.loads(meta_path.read_text())
 
 
 @dataclass(frozen=True)
@@ -157,29 +143,6 @@ class RunResult:
     table_path: Path | None
     plot_path: Path | None
     resumed_jobs: int = 0
-
-
-def _prepare_run_dir(config: ExperimentConfig, parent: str | Path, fresh: bool) -> Path:
-    """``<parent>/<name>``: created, or reused when it holds the same experiment (same config hash)."""
-    run_dir = Path(parent) / config.name
-    manifest_path = run_dir / "manifest.json"
-    if run_dir.exists() and fresh:
-        shutil.rmtree(run_dir)
-    elif manifest_path.is_file():
-        old = json.loads(manifest_path.read_text()).get("config_hash")
-        if old != config.config_hash():
-            raise ValueError(
-                f"run directory {str(run_dir)!r} holds a different experiment (config hash {str(old)[:12]} != "
-                f"{config.config_hash()[:12]}): pass fresh=True (CLI: --fresh) to discard it, or change the "
-                "experiment's name or out folder"
-            )
-    elif run_dir.exists() and any(run_dir.iterdir()):
-        raise ValueError(
-            f"run directory {str(run_dir)!r} exists but is not a dpbandit run (no manifest.json): choose another "
-            "name or out folder, or pass fresh=True (CLI: --fresh) to replace it"
-        )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
 
 
 def run_experiment(
@@ -206,7 +169,9 @@ def run_experiment(
     if dask_address is not None and backend != "dask":
         raise ValueError("dask_address is only used with backend='dask'")
     config.validate()
-    run_dir = None if out is False else _prepare_run_dir(config, config.out if out in (None, True) else out, fresh)
+    run_dir = None
+    if out is not False:
+        run_dir = prepare_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh)
     manifest: dict[str, Any] = {
         "status": "running",
         "config": config.to_dict(),
@@ -220,7 +185,7 @@ def run_experiment(
     if run_dir is not None:
         write_json_atomic(run_dir / "manifest.json", manifest)
         for job in jobs:
-            loaded = _load_job(run_dir, _job_stem(config, job))
+            loaded = load_job(run_dir, _job_stem(config, job))
             if loaded is not None:
                 finished[job] = loaded
     resumed = len(finished)
@@ -228,10 +193,11 @@ def run_experiment(
 
     def store(job, output):
         if run_dir is not None:
-            _store_job(run_dir, _job_stem(config, job), *output)
+            store_job(run_dir, _job_stem(config, job), *output)
         finished[job] = output
 
-    _execute(config, todo, store, progress, backend, dask_address)
+    execute_jobs(partial(_run_job, config), todo, store, n_jobs=config.n_jobs, desc=f"{config.name} jobs",
+                 progress=progress, backend=backend, dask_address=dask_address)
 
     outputs = [finished[job] for job in jobs]  # configuration order: env, agent, seed
     results = pd.concat([f for f, _ in outputs], ignore_index=True)[list(COLUMNS)]
@@ -261,45 +227,64 @@ def run_experiment(
     return RunResult(results, summary, run_dir, table_path, plot_path, resumed)
 
 
-def _execute(config, jobs, store, progress, backend, dask_address) -> None:
-    """Run ``jobs``, handing each output to ``store(job, output)`` in this process as soon as it arrives."""
-    from tqdm.auto import tqdm
+def execute_jobs(
+    run_job: Callable[[Any], Any],
+    jobs: Sequence[Hashable],
+    store: Callable[[Any, Any], None],
+    *,
+    n_jobs: int = 1,
+    desc: str = "jobs",
+    progress: bool = True,
+    backend: str = "local",
+    dask_address: str | None = None,
+) -> None:
+    """Run ``run_job(job)`` for every job and hand each output to ``store(job, output)`` in this process as soon as
+    it arrives (in completion order), so a killed run keeps every job stored before it died.
 
-    bar = tqdm(total=len(jobs), desc=f"{config.name} jobs", unit="job", disable=not progress or not jobs)
+    ``backend="local"``: this process when ``n_jobs == 1`` (or one job), else ``n_jobs`` joblib processes;
+    ``"dask"``: a ``dask.distributed`` cluster at ``dask_address`` (a local one of ``n_jobs`` workers when None).
+    ``run_job`` must be picklable for worker processes (a module-level function or a ``functools.partial`` of one).
+    """
+    if progress:
+        from tqdm.auto import tqdm  # a widget in notebooks, text in terminals
+    else:
+        from tqdm import tqdm  # disabled bar; tqdm.auto would warn in notebooks without ipywidgets
+
+    check_choice("backend", backend, BACKENDS)
+    bar = tqdm(total=len(jobs), desc=desc, unit="job", disable=not progress or not jobs)
     try:
         if backend == "dask":
-            _execute_dask(config, jobs, store, bar, dask_address)
-        elif config.n_jobs == 1 or len(jobs) <= 1:
+            _execute_dask(run_job, jobs, store, bar, n_jobs, dask_address)
+        elif n_jobs == 1 or len(jobs) <= 1:
             for job in jobs:
-                store(job, _run_job(config, job))
+                store(job, run_job(job))
                 bar.update()
         else:
             from joblib import Parallel, delayed
 
-            parallel = Parallel(n_jobs=min(config.n_jobs, len(jobs)), return_as="generator_unordered")
-            tagged = parallel(delayed(_run_tagged)(config, job) for job in jobs)
-            for job, output in tagged:
+            parallel = Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator_unordered")
+            for job, output in parallel(delayed(_run_tagged)(run_job, job) for job in jobs):
                 store(job, output)
                 bar.update()
     finally:
         bar.close()
 
 
-def _run_tagged(config: ExperimentConfig, job: tuple[int, int, int]):
-    return job, _run_job(config, job)
+def _run_tagged(run_job: Callable[[Any], Any], job: Any) -> tuple[Any, Any]:
+    return job, run_job(job)
 
 
-def _execute_dask(config, jobs, store, bar, dask_address) -> None:
+def _execute_dask(run_job, jobs, store, bar, n_jobs, dask_address) -> None:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise ValueError("backend='dask' needs dask.distributed: pip install 'dpbandit[dask]'") from exc
     cluster = None
     if dask_address is None:
-        cluster = LocalCluster(n_workers=config.n_jobs, threads_per_worker=1, processes=True, dashboard_address=None)
+        cluster = LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster if cluster is not None else dask_address)
     try:
-        futures = [client.submit(_run_tagged, config, job, pure=False) for job in jobs]
+        futures = [client.submit(_run_tagged, run_job, job, pure=False) for job in jobs]
         for future in as_completed(futures):
             job, output = future.result()
             store(job, output)

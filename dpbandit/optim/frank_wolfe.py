@@ -34,6 +34,9 @@ Privacy of DP-TOFW (``spec/han-frank-wolfe.md`` §2 with ``spec/errata.md`` E1, 
   ``calibration="tight"`` (E6): each leaf enters ``L = floor(log2 T) + 1`` nodes; GG nodes compose in zCDP,
   ``sigma = s sqrt(L kappa/(2 rho*))`` with rho* the CKS inversion of (eps, delta); Gaussian nodes use the exact
   analytic-Gaussian accounting of the tree (``spec/dp-testing-and-accounting.md`` §1.1).
+* ``epsilon = inf`` switches the noise off (the registry's convention, ``dpbandit.optim.registry``): the tree sums
+  the leaves exactly, so the iterates are those of :class:`OnlineFrankWolfe` with the same clipping, and the report
+  says guarantee "none".
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from scipy.stats import gennorm
 
 from dpbandit.optim.losses import Loss
 from dpbandit.optim.oracles import dual_exponent, lp_ball_lmo, lp_norm
+from dpbandit.optim.projections import LpBall
 from dpbandit.optim.protocol import StreamingLearner
 from dpbandit.privacy.calibrate import (
     KappaRegular,
@@ -173,7 +177,8 @@ class OnlineFrankWolfe(StreamingLearner):
     Parameters: ``dim`` d, ``horizon`` T, ``p`` in [1, inf] and ``radius`` r of the feasible l_p ball, ``loss``,
     ``lr_scale`` s and ``schedule`` (module docstring), ``lipschitz`` L0 (clip gradients to ``||.||_q <= L0``;
     None: no clipping), ``feature_bound`` B (features are clipped to ``||x||_q <= B``).
-    Shapes: ``predict()`` (d,); ``update(x (d,), y)``.
+    Shapes: ``predict()`` (d,); ``update(x (d,), y)``. ``domain``: the feasible ``LpBall(p, radius)`` (every iterate
+    is a convex combination of its points; the OCO runner's comparator set).
     """
 
     name = "online-fw"
@@ -184,6 +189,7 @@ class OnlineFrankWolfe(StreamingLearner):
         self.p = check_real("p", p, low=1.0, allow_inf=True)
         self.q = dual_exponent(self.p)
         self.radius = check_real("radius", radius, low=0.0, low_inclusive=False)
+        self.domain = LpBall(self.p, self.radius)
         self.schedule = check_choice("schedule", schedule, tuple(SCHEDULES))
         self._ell = SCHEDULES[self.schedule]
         s_max = (1.0 + self._ell) / self._ell  # eta_1 = s l/(1 + l) <= 1 keeps the iterate in C
@@ -275,8 +281,9 @@ class DPTOFW(OnlineFrankWolfe):
     """DP-TOFW (Algorithm 1): online Frank-Wolfe whose gradient prefix sums go through the binary-tree mechanism.
 
     Additional parameters: ``epsilon`` > 0 and ``delta`` in (0, 1) (default 1/T) of the DP guarantee of the whole
-    release stream; ``lipschitz`` L0 (default 1; required); ``calibration`` "tight" (default) or "paper";
-    ``honaker`` (tree estimator); ``rng`` the job's "privacy" stream (required).
+    release stream (``epsilon = inf``: noise off, guarantee "none", no ``rng`` needed); ``lipschitz`` L0 (default 1;
+    required); ``calibration`` "tight" (default) or "paper"; ``honaker`` (tree estimator); ``rng`` the job's
+    "privacy" stream (required when the noise is on).
 
     ``published_setting_not_private=True`` reproduces the published reference code instead (L1 = 1, D1-D3 sampler,
     ``spec/han-frank-wolfe.md`` §9): it warns, and its report has guarantee "none" (epsilon = inf), labelled
@@ -296,8 +303,11 @@ class DPTOFW(OnlineFrankWolfe):
                  calibration: str = "tight", honaker: bool = False, rng: np.random.Generator | None = None,
                  published_setting_not_private: bool = False):
         horizon = check_int("horizon", horizon, low=1)
-        self.epsilon = check_epsilon(epsilon)
+        self.epsilon = check_epsilon(epsilon, allow_inf=True)
         self.delta = check_delta(1.0 / horizon if delta is None else delta, allow_zero=False)
+        self.private = math.isfinite(self.epsilon)
+        if not self.private:  # instance values shadow the class defaults
+            self.guarantee, self.needs_rng = "none", False
         self.calibration = check_choice("calibration", calibration, CALIBRATIONS)
         if not isinstance(honaker, (bool, np.bool_)) or not isinstance(published_setting_not_private, bool):
             raise TypeError("honaker and published_setting_not_private must be bools")
@@ -305,6 +315,8 @@ class DPTOFW(OnlineFrankWolfe):
         self.published = published_setting_not_private
         if lipschitz is None:
             raise ValueError("lipschitz (L0, the gradient clipping bound) is required for DP-TOFW")
+        if self.published and not self.private:
+            raise ValueError("published_setting_not_private needs a finite epsilon (noise off: epsilon=inf alone)")
         if self.published:
             warnings.warn(f"DP-TOFW in the {PUBLISHED_CODE_SETTING!r}: L1 = 1 and the published GG sampler "
                           "(spec/han-frank-wolfe.md §9 D1-D3); this run is NOT differentially private",
@@ -326,6 +338,9 @@ class DPTOFW(OnlineFrankWolfe):
         self.smoothness = self.loss.smoothness(self.feature_bound)  # L1 = 2 B^2 for the squared loss (E3)
         self.sensitivity = 2.0 * (self.lipschitz + self.smoothness * diameter * self.c_max)
         self.kappa = kappa_regular_constants(self.q, self.dim)
+        if not self.private:  # noise off: exact prefix sums
+            self.sigma, self._base_noise, self._ledger_sensitivity = 0.0, None, self.sensitivity
+            return
         cal = calibrate_gg(self.kappa, self.sensitivity, self.epsilon, self.delta, calibration=self.calibration,
                            nodes=self.tree_levels, paper_nodes=self.paper_levels)
         self.sigma = self._node_sigma(cal.sigma)
@@ -362,18 +377,20 @@ class DPTOFW(OnlineFrankWolfe):
             self._configure = False
         super()._reset_state()
         block = max(1, min(self.horizon, 2**14 // self.dim))
-        self._noise = _NodeNoise(self._base_noise, self.dim, block)
+        self._noise = _NodeNoise(self._base_noise, self.dim, block) if self.private else None
         self.tree = TreeAggregator((self.dim,), self.horizon, self._noise, self.rng, honaker=self.honaker)
         self.ledger = PrivacyLedger()
-        if self.published:
+        if not self.private:
+            self.ledger.add_non_private("DP-TOFW gradient tree with noise off (epsilon = inf)")
+        elif self.published:
             self.ledger.add_non_private("DP-TOFW tree with the published code's GG sampler (D1-D3), L1 = 1")
         else:
             accounting = dataclasses.replace(self.tree.accounting, noise=self._base_noise)
             self.ledger.add_tree(accounting, self._ledger_sensitivity, mechanism="DP-TOFW gradient tree")
 
     @property
-    def noise(self) -> Noise:
-        """The node noise at the reference (largest) leaf sensitivity."""
+    def noise(self) -> Noise | None:
+        """The node noise at the reference (largest) leaf sensitivity (None when the noise is off)."""
         return self._base_noise
 
     def node_scale(self, e: int) -> float:
@@ -384,7 +401,8 @@ class DPTOFW(OnlineFrankWolfe):
         return (lip + l1d * self.leaf_factor(e)) / (lip + l1d * self.c_max)
 
     def _release(self, leaf: np.ndarray) -> np.ndarray:
-        self._noise.factor = self.node_scale(self.t)
+        if self._noise is not None:
+            self._noise.factor = self.node_scale(self.t)
         return self.tree.add_and_release(leaf)
 
     def privacy_report(self):
@@ -396,6 +414,9 @@ class DPTOFW(OnlineFrankWolfe):
                       f"||x||_q <= {self.feature_bound:g}, q={self.q:g}; L1={self.smoothness:g} ({self.loss!r}, "
                       f"spec/errata.md E3); leaf sensitivity 2(L0 + L1 D max_i i eta_(i-1)) = {self.sensitivity:.6g}"
                       " (spec/han-frank-wolfe.md §2)")
+        if not self.private:
+            return self.ledger.report(self.delta, guarantee="none", sensitivity_assumption=assumption,
+                                      note="noise off (epsilon = inf): no privacy guarantee")
         how = ("paper: eq. (3.2), Lemma 2.1 per node at (eps/m, delta/m), basic composition over "
                f"m={self.paper_levels} levels (spec/han-frank-wolfe.md §2, errata E1)" if self.calibration == "paper"
                else f"tight: spec/errata.md E6, L={self.tree_levels} nodes per leaf")

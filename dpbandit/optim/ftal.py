@@ -31,7 +31,7 @@ Sensitivity: given the released history the leaves of the other users coincide, 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -68,6 +68,16 @@ class TreeFTAL(ConstrainedLearner):
     """
 
     guarantee = "DP"
+    #: Bandit feeding (``spec/private-oco-learners.md`` §7 option 1; the two-stream argument of ``spec/errata.md``
+    #: E6). The synthetic zero sample ``update(zeros(d), 0)`` enters the tree as the leaf
+    #: ``phi'(0, 0) * 0 + mu xhat_t = mu xhat_t`` and a real (clipped) sample as ``phi'(x^T xhat_t, y) x + mu xhat_t``.
+    #: Given the released history xhat_t is the same on both sides, so the two leaves differ by
+    #: ``|phi'(x^T xhat_t, y)| ||x|| <= G x_bound = L_loss = Delta/2`` (``|x^T xhat_t| <= z_max``): half the calibrated
+    #: replace-one sensitivity. A user whose two versions play different arms moves two learners' leaves by at most
+    #: Delta/2 each; in the nodes of each tree that is a privacy loss of at most epsilon/2 (gamma noise: linear in
+    #: the shift) or a quarter of the Gaussian mu^2, so both together cost no more than one replace-one change
+    #: (epsilon, resp. mu^2/2 <= mu^2). The same holds node by node for the window tree (window-DP).
+    zero_sample_halves_sensitivity: ClassVar[bool] = True
 
     def __init__(self, dim: int, horizon: int, *, mu: float, window: int | None = None,
                  loss: str | Loss = "squared", domain: str | Domain = "l2-ball", radius: float = 1.0,

@@ -14,8 +14,11 @@ Every function is vectorised over the last axis (shape ``(d,)`` or ``(..., d)``)
   smoothness constant L1; radial clipping of general vectors is not nonexpansive in l_q for q != 2
   (``spec/errata.md`` E3), coordinate clipping is.
 * :func:`lp_ball_projection` — Euclidean projection onto the l_p ball (NoisySGD, ``spec/han-frank-wolfe.md``
-  §7.3): closed form for p = 2 and p = inf, the sort-based simplex projection for p = 1, and for other p the KKT
-  system solved by vectorised bisection (exact to float tolerance; no scipy solver per sample).
+  §7.3): :func:`dpbandit.optim.projections.project_lp_ball` (exact l1-ball, l2-ball and box projections for
+  p = 1, 2, inf; for other p the KKT system solved by safeguarded Newton iterations to float precision).
+
+The norm helpers :func:`lp_norm`, :func:`dual_exponent` and :func:`check_p` live in :mod:`dpbandit.geometry` (shared
+with the regression streams of :mod:`dpbandit.envs`) and are re-exported here.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import math
 
 import numpy as np
 
+from dpbandit.geometry import check_p, dual_exponent, lp_norm
+from dpbandit.optim.projections import project_lp_ball
 from dpbandit.validation import check_real
 
 __all__ = [
@@ -36,37 +41,6 @@ __all__ = [
     "clamp_glm_derivative",
     "lp_ball_projection",
 ]
-
-
-def check_p(p: float, name: str = "p") -> float:
-    """An l_p exponent: a number in [1, inf] (inf allowed)."""
-    return check_real(name, p, low=1.0, allow_inf=True)
-
-
-def dual_exponent(p: float) -> float:
-    """q = p/(p-1): inf for p = 1, 1 for p = inf."""
-    p = check_p(p)
-    if p == 1.0:
-        return math.inf
-    if math.isinf(p):
-        return 1.0
-    return p / (p - 1.0)
-
-
-def lp_norm(x: np.ndarray, p: float) -> np.ndarray | float:
-    """||x||_p along the last axis (p in [1, inf]); a float for 1-D input, else shape ``x.shape[:-1]``."""
-    a = np.abs(np.asarray(x, dtype=float))
-    if math.isinf(p):
-        out = a.max(axis=-1)
-    elif p == 1.0:
-        out = a.sum(axis=-1)
-    elif p == 2.0:
-        out = np.sqrt(np.einsum("...i,...i->...", a, a))
-    else:
-        m = a.max(axis=-1, keepdims=True)  # scale first: no overflow for large entries or large p
-        m = np.where(m > 0, m, 1.0)
-        out = m[..., 0] * ((a / m) ** p).sum(axis=-1) ** (1.0 / p)
-    return float(out) if a.ndim == 1 else out
 
 
 def _check_radius(radius: float) -> float:
@@ -142,55 +116,8 @@ def clamp_glm_derivative(c: np.ndarray | float, x_norm_dual: np.ndarray | float,
     return float(out) if np.ndim(out) == 0 else out
 
 
-def _project_lp_general(y: np.ndarray, p: float, radius: float, iters: int = 64) -> np.ndarray:
-    """Projection of one vector ``y`` (d,) with ||y||_p > radius onto the l_p ball, 1 < p < inf.
-
-    KKT [derived]: ``u_i = sign(y_i) w_i`` with ``w_i + lam p w_i^(p-1) = |y_i|``, ``w_i in [0, |y_i|]``
-    (unique root, the left side is increasing in w_i), and ``lam > 0`` such that ``sum w_i^p = radius^p``
-    (decreasing in lam). Both are solved by bisection, the inner one vectorised over coordinates.
-    """
-    a = np.abs(y)
-
-    def weights(lam: float) -> np.ndarray:
-        lo, hi = np.zeros_like(a), a.copy()
-        for _ in range(iters):
-            mid = 0.5 * (lo + hi)
-            over = mid + lam * p * mid ** (p - 1.0) > a
-            hi = np.where(over, mid, hi)
-            lo = np.where(over, lo, mid)
-        return lo  # feasible side: w <= root
-
-    target = radius**p
-    lam_lo, lam_hi = 0.0, 1.0
-    while np.sum(weights(lam_hi) ** p) > target:
-        lam_hi *= 2.0
-    for _ in range(iters):
-        mid = 0.5 * (lam_lo + lam_hi)
-        if np.sum(weights(mid) ** p) > target:
-            lam_lo = mid
-        else:
-            lam_hi = mid
-    w = weights(lam_hi)
-    w *= min(1.0, radius / lp_norm(w, p))  # guard against rounding: stay feasible
-    return np.sign(y) * w
-
-
 def lp_ball_projection(y: np.ndarray, p: float, radius: float) -> np.ndarray:
-    """Euclidean projection ``argmin_{||u||_p <= radius} ||u - y||_2`` of ``y`` (d,)."""
-    p = check_p(p)
-    radius = _check_radius(radius)
-    y = np.asarray(y, dtype=float)
-    if math.isinf(p):
-        return np.clip(y, -radius, radius)
-    norm = lp_norm(y, p)
-    if norm <= radius:
-        return y.copy()
-    if p == 2.0:
-        return y * (radius / norm)
-    if p == 1.0:  # Duchi et al. 2008: soft-threshold at the level that puts |y| on the simplex of size radius
-        a = np.sort(np.abs(y))[::-1]
-        cumsum = np.cumsum(a) - radius
-        k = np.nonzero(a > cumsum / np.arange(1, a.size + 1))[0][-1]
-        theta = cumsum[k] / (k + 1.0)
-        return np.sign(y) * np.maximum(np.abs(y) - theta, 0.0)
-    return _project_lp_general(y, p, radius)
+    """Euclidean projection ``argmin_{||u||_p <= radius} ||u - y||_2`` of ``y`` (d,) or (..., d):
+    :func:`dpbandit.optim.projections.project_lp_ball` (the l1-ball, l2-ball and box projections for p = 1, 2,
+    inf; the KKT system solved by safeguarded Newton iterations otherwise)."""
+    return project_lp_ball(y, p, radius)

@@ -53,6 +53,7 @@ import numpy as np
 from scipy.special import digamma, expit
 
 from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss, make_loss
+from dpbandit.optim.projections import L1Ball
 from dpbandit.optim.protocol import StreamingLearner
 from dpbandit.privacy.calibrate import ZCDP_METHODS, zcdp_rho_for
 from dpbandit.privacy.ledger import PrivacyLedger
@@ -432,7 +433,8 @@ class DPPOFW(StreamingLearner):
 
     ``predict()`` is the release ``x_{t+1}`` (d,), read-only; ``update(x, y)`` takes one sample. Parameters as
     :class:`DPPOFWBatch` (keyword-only after ``rng``). The release stream is (epsilon, delta)-DP with respect to
-    replacing one sample (guarantee "DP"; "none" when ``epsilon = inf``).
+    replacing one sample (guarantee "DP"; "none" when ``epsilon = inf``). ``domain``: the feasible
+    ``L1Ball(radius)`` (the OCO runner's comparator set).
     """
 
     name: ClassVar[str] = "dp-pofw"
@@ -446,6 +448,7 @@ class DPPOFW(StreamingLearner):
                              feature_bound=feature_bound, form=form, zcdp_method=zcdp_method)
         self._engine: DPPOFWBatch | None = None
         super().__init__(dim, horizon, loss, rng)
+        self.domain = L1Ball(self.calibration.radius)
 
     def _reset_state(self) -> None:
         if self._engine is None:

@@ -1,14 +1,16 @@
 """Convex domains of the online learners and exact Euclidean projections onto them.
 
 Projections (all vectorised over leading axes: ``v`` has shape ``(..., d)``, the result the same shape; exact up to
-floating point, no iterative solver):
+floating point; only the general l_p ball needs an iterative solver):
 
 * :func:`project_l2_ball` — ``v min(1, R/||v||_2)``;
 * :func:`project_simplex` — onto ``{w >= 0, sum w = s}`` by the sort-based algorithm (Held–Wolfe–Crowder 1974;
   Duchi, Shalev-Shwartz, Singer, Chandra 2008), ``O(d log d)``;
 * :func:`project_l1_ball` — onto ``{||w||_1 <= R}``: identity inside, otherwise ``sign(v) * project_simplex(|v|, R)``
   (Duchi et al. 2008), ``O(d log d)``;
-* :func:`project_box` — coordinatewise clipping onto ``[low, high]^d``.
+* :func:`project_box` — coordinatewise clipping onto ``[low, high]^d``;
+* :func:`project_lp_ball` — onto ``{||w||_p <= R}``, ``p`` in [1, inf]: the three above for p = 1, 2, inf;
+  otherwise the KKT system solved by safeguarded Newton iterations (:func:`_lp_ball_newton`), to float precision.
 
 A :class:`Domain` bundles a set with its projection and the geometric constants the learners' calibrations and
 step sizes need: the l2 diameter ``D = max ||x - y||_2`` (``spec/private-oco-learners.md``, Notation) and the
@@ -24,6 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandit.geometry import check_p, lp_norm
 from dpbandit.validation import check_choice, check_int, check_real
 
 __all__ = [
@@ -31,11 +34,13 @@ __all__ = [
     "project_simplex",
     "project_l1_ball",
     "project_box",
+    "project_lp_ball",
     "Domain",
     "L2Ball",
     "L1Ball",
     "Simplex",
     "Box",
+    "LpBall",
     "DOMAINS",
     "make_domain",
 ]
@@ -105,6 +110,92 @@ def project_box(v: Any, low: float = -1.0, high: float = 1.0) -> np.ndarray:
     if not low < high:
         raise ValueError(f"the box needs low < high, got low={low!r}, high={high!r}")
     return np.clip(_as_vectors(v), low, high)
+
+
+def project_lp_ball(v: Any, p: float, radius: float = 1.0) -> np.ndarray:
+    """Euclidean projection of ``v`` (..., d) onto the l_p ball ``{||w||_p <= radius}``, ``p`` in [1, inf].
+
+    p = 1, 2, inf: :func:`project_l1_ball`, :func:`project_l2_ball`, clipping to ``[-radius, radius]``; otherwise
+    :func:`_lp_ball_newton`. Points inside the ball are returned unchanged (as a copy).
+    """
+    return _lp_ball(_as_vectors(v), check_p(p), _positive("radius", radius))
+
+
+def _lp_ball(v: np.ndarray, p: float, radius: float) -> np.ndarray:
+    if math.isinf(p):
+        return np.clip(v, -radius, radius)
+    if p == 1.0:
+        return _l1_ball(v, radius)
+    if p == 2.0:
+        return _l2_ball(v, radius)
+    out = v.copy()
+    rows = out.reshape(-1, v.shape[-1])  # a view: rows outside the ball are overwritten in place
+    outside = np.atleast_1d(lp_norm(rows, p) > radius)
+    if outside.any():
+        rows[outside] = _lp_ball_newton(rows[outside], p, radius)
+    return out
+
+
+def _lp_ball_newton(y: np.ndarray, p: float, radius: float, max_iter: int = 100) -> np.ndarray:
+    """Projection of the rows of ``y`` (m, d), each with ``||y||_p > radius``, onto the l_p ball, 1 < p < inf.
+
+    KKT [derived]: ``u_i = sign(y_i) w_i`` with ``w_i + lam p w_i^(p-1) = |y_i|`` and ``lam > 0`` such that
+    ``||w||_p = radius``. Divide each row by its largest entry (``a = |y|/max|y|`` in [0, 1], ``r`` the radius in
+    these units) and write ``w = tau z`` with ``tau`` the weight of the largest entry: then ``z_max = 1`` and every
+    ``z_i`` solves ``tau z + (1 - tau) z^(p-1) = a_i`` (increasing in ``z``, root in [0, 1]; ``lam`` never appears,
+    so nothing overflows however small the radius or large ``p``), and ``tau`` in (0, 1) solves
+    ``F(log tau) = log tau + log ||z(tau)||_p - log r = 0``, bracketed by ``r d^(-1/p) <= tau <= min(r, 1)``
+    (because ``1 <= ||z||_p <= d^(1/p)``).
+
+    * ``z_i``: Newton from the smallest of the upper bounds ``1, a/tau, (a/(1-tau))^(1/(p-1))`` (within a factor 2
+      of the root), decreasing monotonically on a convex increasing function: in ``z`` for p > 2, in
+      ``s = z^(p-1)`` for p < 2 (``s^(1/(p-1))`` is convex there, ``z^(p-1)`` is not).
+    * ``tau``: Newton on ``F`` with ``dz/dtau = (z^(p-1) - z) / (tau + (1 - tau)(p - 1) z^(p-2))`` (implicit
+      differentiation; written without ``z^(p-2)`` for p < 2), safeguarded by the bracket.
+
+    The result is rescaled by ``min(1, radius/||w||_p)`` so that rounding never leaves the ball.
+    """
+    scale = np.abs(y).max(axis=1, keepdims=True)
+    a = np.abs(y) / scale
+    log_r = np.log(radius / scale[:, 0])
+    d, eps = y.shape[1], 4.0 * np.finfo(float).eps
+
+    def profile(tau: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # tau (m, 1) -> z and dz/dtau, (m, d)
+        slack = a / (1.0 - tau)
+        if p > 2.0:
+            z = np.minimum(np.minimum(1.0, a / tau), slack ** (1.0 / (p - 1.0)))
+            for _ in range(max_iter):
+                step = (tau * z + (1.0 - tau) * z ** (p - 1.0) - a) / (tau + (1.0 - tau) * (p - 1.0) * z ** (p - 2.0))
+                z = np.maximum(z - step, 0.0)
+                if np.max(step) <= eps:
+                    break
+            return z, (z ** (p - 1.0) - z) / (tau + (1.0 - tau) * (p - 1.0) * z ** (p - 2.0))
+        k = 1.0 / (p - 1.0)
+        s = np.minimum(np.minimum(1.0, (a / tau) ** (p - 1.0)), slack)
+        for _ in range(max_iter):
+            step = (tau * s**k + (1.0 - tau) * s - a) / (tau * k * s ** (k - 1.0) + 1.0 - tau)
+            s = np.maximum(s - step, 0.0)
+            if np.max(step) <= eps:
+                break
+        z = s**k
+        return z, (z - z ** (3.0 - p)) / (tau * z ** (2.0 - p) + (1.0 - tau) * (p - 1.0))
+
+    lo, hi = log_r - math.log(d) / p, np.minimum(log_r, math.log1p(-eps))  # F(lo) <= 0 <= F(hi); tau < 1
+    u = 0.5 * (lo + hi)
+    for _ in range(max_iter):
+        tau = np.exp(u)[:, None]
+        z, dz = profile(tau)
+        zp = np.sum(z**p, axis=1)
+        excess = u + np.log(zp) / p - log_r
+        if np.all(np.abs(excess) <= eps):
+            break
+        lo, hi = np.where(excess < 0, u, lo), np.where(excess < 0, hi, u)
+        slope = 1.0 + tau[:, 0] * np.sum(z ** (p - 1.0) * dz, axis=1) / zp  # dF/du
+        newton = u - excess / np.maximum(slope, eps)
+        u = np.where((newton > lo) & (newton < hi), newton, 0.5 * (lo + hi))
+    w = np.exp(u)[:, None] * profile(np.exp(u)[:, None])[0]
+    w *= np.minimum(1.0, np.exp(log_r) / np.maximum(lp_norm(w, p), np.finfo(float).tiny))[:, None]
+    return np.sign(y) * w * scale
 
 
 # -- domains ------------------------------------------------------------------------------------------------------
@@ -247,6 +338,37 @@ class Box(Domain):
 
     def describe(self):
         return f"box [-{self.radius:g}, {self.radius:g}]^d"
+
+
+@dataclass(frozen=True)
+class LpBall(Domain):
+    """``{||x||_p <= radius}`` for any ``p`` in [1, inf] (the feasible set of the Frank-Wolfe learners,
+    ``spec/han-frank-wolfe.md`` §0). Not in :data:`DOMAINS` (it needs ``p``); for p = 1, 2, inf the named domains
+    are the same sets."""
+
+    p: float = 2.0
+    radius: float = 1.0
+    name: ClassVar[str] = "lp-ball"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "p", check_p(self.p))
+        object.__setattr__(self, "radius", _positive("radius", self.radius))
+
+    def project(self, v):
+        return _lp_ball(_as_vectors(v), self.p, self.radius)
+
+    def diameter(self, d):
+        return 2.0 * self.max_norm(d)
+
+    def max_norm(self, d):
+        """``radius * d^max(0, 1/2 - 1/p)`` (a vertex for p <= 2, the all-equal point for p > 2)."""
+        return self.radius * check_int("d", d, low=1) ** max(0.0, 0.5 - 1.0 / self.p)
+
+    def center(self, d):
+        return np.zeros(check_int("d", d, low=1))
+
+    def describe(self):
+        return f"l_{self.p:g} ball of radius {self.radius:g}"
 
 
 DOMAINS: dict[str, type[Domain]] = {"l2-ball": L2Ball, "l1-ball": L1Ball, "simplex": Simplex, "box": Box}

@@ -18,9 +18,11 @@ import math
 from typing import Any
 
 from dpbandit.optim.cocol import WDPCOCOL
+from dpbandit.optim.frank_wolfe import DPTOFW, OnlineFrankWolfe
 from dpbandit.optim.ftal import PFTAL, WDPCOCOP
 from dpbandit.optim.gradient_descent import GIGA, IGD, PGIGA, PIGD
 from dpbandit.optim.parameter_free import LDPBlackBoxReduction, LDPCoordinateWise
+from dpbandit.optim.pofw import DPPOFW
 from dpbandit.optim.protocol import StreamingLearner
 from dpbandit.optim.quadratic_ftl import PQFTL
 from dpbandit.validation import check_int
@@ -36,11 +38,15 @@ __all__ = [
 ]
 
 #: Streaming-learner classes by registry name: Jain–Kothari–Thakurta (PIGD, PGIGA and their non-private originals
-#: IGD, GIGA; PQFTL), Thakurta–Smith (PFTAL), Lou & Cheung (WDP-COCOP, WDP-COCOL; window-DP) and van der Hoeven
-#: (Algorithms 2 and 3; local DP). ``spec/private-oco-learners.md`` §3, §5, §6.
+#: IGD, GIGA; PQFTL), Thakurta–Smith (PFTAL), Lou & Cheung (WDP-COCOP, WDP-COCOL; window-DP), van der Hoeven
+#: (Algorithms 2 and 3; local DP) (``spec/private-oco-learners.md`` §3, §5, §6), and Han et al.'s online Frank-Wolfe
+#: over l_p balls: DP-TOFW, its non-private reference OnlineFrankWolfe, and DP-POFW on the l1 ball
+#: (``spec/han-frank-wolfe.md`` §2, §5). The Frank-Wolfe learners calibrate to their own geometry (``p``, the l_p
+#: ``radius``, ``feature_bound`` on the dual norm of x, gradient clip ``lipschitz``) rather than to ``x_bound``.
 LEARNERS: dict[str, type[StreamingLearner]] = {
     cls.name: cls
-    for cls in (PIGD, PGIGA, IGD, GIGA, PQFTL, PFTAL, WDPCOCOP, WDPCOCOL, LDPBlackBoxReduction, LDPCoordinateWise)
+    for cls in (PIGD, PGIGA, IGD, GIGA, PQFTL, PFTAL, WDPCOCOP, WDPCOCOL, LDPBlackBoxReduction, LDPCoordinateWise,
+                DPTOFW, OnlineFrankWolfe, DPPOFW)
 }
 
 

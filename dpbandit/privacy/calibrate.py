@@ -296,7 +296,8 @@ def zcdp_epsilon(rho: float, delta: float, method: str = "cks") -> float:
     if method == "closed-form":
         return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
     log_delta = math.log(delta)
-    return _optimise_alpha(lambda a: a * rho + _cks_offset(a, log_delta), maximise=False)
+    # epsilon >= 0 always holds; the optimiser can return -1e-5 for tiny rho.
+    return max(0.0, _optimise_alpha(lambda a: a * rho + _cks_offset(a, log_delta), maximise=False))
 
 
 def zcdp_rho_for(epsilon: float, delta: float, method: str = "cks") -> float:

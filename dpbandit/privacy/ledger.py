@@ -6,7 +6,8 @@ Every entry of a :class:`PrivacyLedger` is a :class:`PrivacyEvent`: ``count`` re
 epsilon-DP mechanism, or a non-private release. A continual-release tree is ``L`` Gaussian releases of multiplier
 ``sigma / Delta`` and hence, exactly, one Gaussian mechanism of multiplier ``sigma / (Delta sqrt(L))`` (§1.1, §2).
 
-Accountings (``method``), all valid upper bounds; the report picks the smallest that applies:
+Accountings (``method``), all valid upper bounds (never below 0); the report picks the smallest that applies and
+its ``composition``/``conversion`` text names what that accounting did with the ledger's mix of event kinds:
 
 * ``"exact"``: the analytic Gaussian (Balle & Wang 2018) when every event is Gaussian (composed Gaussians are one
   Gaussian with ``mu^2 = sum count / z^2``), or the plain sum when every event is pure DP and delta = 0;
@@ -34,45 +35,44 @@ from dp_accounting import pld as dp_pld
 from dp_accounting import rdp as dp_rdp
 
 from dpbandit.privacy.calibrate import gaussian_epsilon, gaussian_sigma_analytic, zcdp_epsilon, zcdp_rho_for
-from dpbandit.privacy.report import (
-    CORRECT,
-    DEFAULT_UNIT,
-    GUARANTEES,
-    PUBLISHED_CODE_SETTING,
-    WINDOW_GUARANTEES,
-    PrivacyEvent,
-    PrivacyReport,
-    UnsupportedEventError,
-)
+from dpbandit.privacy.report import (CORRECT, DEFAULT_UNIT, GUARANTEES, PUBLISHED_CODE_SETTING, WINDOW_GUARANTEES,
+                                     PrivacyEvent, PrivacyReport, UnsupportedEventError)
 from dpbandit.privacy.tree import TreeAccounting, tree_depth
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
 
-__all__ = [
-    "UnsupportedEventError",
-    "PrivacyEvent",
-    "NEIGHBORING",
-    "METHODS",
-    "CALIBRATION_METHODS",
-    "PrivacyLedger",
-    "calibrate_tree_sigma",
-    "calibrate_window_sigma",
-    "tree_epsilon",
-]
+__all__ = ["UnsupportedEventError", "PrivacyEvent", "NEIGHBORING", "METHODS", "CALIBRATION_METHODS", "PrivacyLedger",
+           "calibrate_tree_sigma", "calibrate_window_sigma", "tree_epsilon"]
 
 NEIGHBORING: tuple[str, ...] = ("replace-one", "add-or-remove-one", "replace-with-zero")
 METHODS: tuple[str, ...] = ("exact", "pld", "rdp", "zcdp", "basic")
 CALIBRATION_METHODS: tuple[str, ...] = ("exact", "zcdp", "basic")
 _SAFETY = 1.0 + 1e-9  # calibrated scales are rounded up by this factor so the target survives root-finding error
 
-_CONVERSIONS = {
-    "exact": ("composed Gaussians = one Gaussian (mu^2 = sum count/z^2)", "analytic Gaussian (Balle-Wang 2018)"),
-    "pld": ("PLD composition (dp_accounting PLDAccountant)", "PLD epsilon(delta), discretisation 1e-4"),
-    "rdp": ("RDP composition (dp_accounting RdpAccountant, default orders, REPLACE_SPECIAL)",
-            "RDP->DP (Balle et al. 2020)"),
-    "zcdp": ("zCDP composition (sum of rho)", "CKS20 zCDP->DP (Canonne-Kamath-Steinke 2020)"),
-    "basic": ("basic composition (delta split evenly over approximate-DP releases)",
-              "per-release analytic Gaussian / CKS20"),
-}
+
+
+def _labels(method: str, kinds: set[str]) -> tuple[str, str]:
+    """``(composition, conversion)`` of accounting ``method`` for a ledger whose events have ``kinds``: the text
+    names what the method does with this mix (a ledger of pure-DP events is never "composed Gaussians")."""
+    if method == "exact" and kinds <= {"laplace", "pure"}:  # only at delta = 0
+        return "pure-DP composition (sum of the per-release epsilons)", "none: pure epsilon-DP, delta = 0"
+    if method == "exact":
+        return "composed Gaussians = one Gaussian (mu^2 = sum count/z^2)", "analytic Gaussian (Balle-Wang 2018)"
+    if method == "pld":
+        return (f"PLD composition of {' and '.join(sorted(kinds))} releases (dp_accounting PLDAccountant)",
+                "PLD epsilon(delta), discretisation 1e-4")
+    if method == "rdp":
+        as_zcdp = " and ".join(sorted(kinds & {"pure", "zcdp"}))
+        return ("RDP composition (dp_accounting RdpAccountant, default orders, REPLACE_SPECIAL"
+                + (f"; {as_zcdp} releases as ZCDpEvent)" if as_zcdp else ")"), "RDP->DP (Balle et al. 2020)")
+    if method == "zcdp":
+        as_rho = " and ".join(sorted(kinds & {"laplace", "pure"}))
+        as_rho = f"; {as_rho} releases as rho = eps^2/2, Bun-Steinke 2016 Prop. 1.4" if as_rho else ""
+        return f"zCDP composition (sum of rho{as_rho})", "CKS20 zCDP->DP (Canonne-Kamath-Steinke 2020)"
+    per = {"gaussian": "analytic Gaussian", "zcdp": "CKS20", "laplace": "Delta_1/b", "pure": "as recorded"}
+    split = ("delta split evenly over the approximate-DP releases" if kinds & {"gaussian", "zcdp"}
+             else "pure-DP releases, no delta used")
+    return (f"basic composition (sum of the per-release epsilons; {split})",
+            "per-release epsilon: " + ", ".join(f"{k} {per[k]}" for k in sorted(kinds)))
 
 
 class PrivacyLedger:
@@ -184,19 +184,19 @@ class PrivacyLedger:
         self._require_events()
         approx = any(e.approximate for e in self._events)
         if delta == 0.0 and (approx or method not in ("exact", "basic")):
-            raise ValueError(
-                "delta must be > 0 for Gaussian or zCDP events and for the pld/rdp/zcdp accountings, got 0.0"
-            )
+            raise ValueError("delta must be > 0 for Gaussian or zCDP events and for the pld/rdp/zcdp accountings, "
+                             "got 0.0")
         if any(e.kind == "non-private" for e in self._events):
             return math.inf
-        return getattr(self, f"_epsilon_{method}")(delta)
+        # A conversion may return a bound below 0 for tiny rho (CKS: its delta(epsilon) condition already holds at
+        # epsilon = 0, which is then (0, delta)-DP); epsilon is reported as 0 there, never negative.
+        return max(0.0, getattr(self, f"_epsilon_{method}")(delta))
 
     def _unsupported(self, method: str, kinds: tuple[str, ...]) -> None:
         for e in self._events:
             if e.kind not in kinds:
-                raise UnsupportedEventError(
-                    f"{method} accounting does not apply to the {e.kind} event {e.mechanism!r} (supported: {kinds})"
-                )
+                raise UnsupportedEventError(f"{method} accounting does not apply to the {e.kind} event "
+                                            f"{e.mechanism!r} (supported: {kinds})")
 
     def _epsilon_exact(self, delta: float) -> float:
         if delta == 0.0:
@@ -237,20 +237,19 @@ class PrivacyLedger:
     def _epsilon_basic(self, delta: float) -> float:
         releases = sum(e.count for e in self._events if e.approximate)
         share = delta / releases if releases else 0.0
-        per = {
-            "gaussian": lambda e: gaussian_epsilon(e.value, share, 1.0),
-            "zcdp": lambda e: zcdp_epsilon(e.value, share),
-            "laplace": self._pure_epsilon,
-            "pure": self._pure_epsilon,
-        }
+        per = {"gaussian": lambda e: gaussian_epsilon(e.value, share, 1.0), "laplace": self._pure_epsilon,
+               "zcdp": lambda e: zcdp_epsilon(e.value, share), "pure": self._pure_epsilon}
         return math.fsum(e.count * per[e.kind](e) for e in self._events)
 
     def epsilons(self, delta: float) -> dict[str, float]:
         """epsilon under every method that applies (methods raising :class:`UnsupportedEventError` are left out;
-        with ``delta = 0`` only "exact" and "basic" are tried)."""
+        with ``delta = 0`` only "exact" and "basic" are tried). When the exact (analytic Gaussian) value exists the
+        PLD accountant, a discretised approximation of the same curve that gets slow at large epsilon, is skipped."""
         methods = METHODS if check_delta(delta) > 0.0 else ("exact", "basic")
         out = {}
         for method in methods:
+            if method == "pld" and "exact" in out:
+                continue
             try:
                 out[method] = self.epsilon(delta, method)
             except UnsupportedEventError:
@@ -259,16 +258,8 @@ class PrivacyLedger:
 
     # -- report ---------------------------------------------------------------------------------------------------
 
-    def report(
-        self,
-        delta: float,
-        *,
-        guarantee: str,
-        sensitivity_assumption: str,
-        method: str = "auto",
-        calibration_mode: str = CORRECT,
-        note: str = "",
-    ) -> PrivacyReport:
+    def report(self, delta: float, *, guarantee: str, sensitivity_assumption: str, method: str = "auto",
+               calibration_mode: str = CORRECT, note: str = "") -> PrivacyReport:
         """The :class:`~dpbandit.privacy.report.PrivacyReport` of this ledger at ``delta``.
 
         ``method="auto"`` reports the smallest epsilon among the accountings that apply and lists the others as
@@ -289,20 +280,15 @@ class PrivacyLedger:
         if guarantee in WINDOW_GUARANTEES and window is None:
             raise ValueError(f"guarantee {guarantee!r} needs a window tree in the ledger; none was recorded")
         if window is not None and guarantee not in (*WINDOW_GUARANTEES, "none"):
-            raise ValueError(
-                f"the ledger holds a window tree (W={window}): its guarantee is window-DP/window-JDP, "
-                f"not {guarantee!r} (users older than the window are not protected)"
-            )
+            raise ValueError(f"the ledger holds a window tree (W={window}): its guarantee is window-DP/window-JDP, "
+                             f"not {guarantee!r} (users older than the window are not protected)")
         if guarantee != "none" and any(e.kind == "non-private" for e in self._events):
-            raise ValueError(
-                f"the ledger holds a non-private release: the only honest guarantee is 'none', not {guarantee!r}"
-            )
-        fields_ = dict(
-            delta=delta, privacy_unit=self._unit, neighboring=self._neighboring, calibration_mode=calibration_mode,
-            mechanisms=tuple(dict.fromkeys(e.mechanism for e in self._events)),
-            sensitivity_assumption=sensitivity_assumption, events=tuple(e.to_dict() for e in self._events),
-            note=note, **self._tree_fields(),
-        )
+            raise ValueError(f"the ledger holds a non-private release: the only honest guarantee is 'none', "
+                             f"not {guarantee!r}")
+        fields_ = dict(delta=delta, privacy_unit=self._unit, neighboring=self._neighboring, note=note,
+                       calibration_mode=calibration_mode, sensitivity_assumption=sensitivity_assumption,
+                       mechanisms=tuple(dict.fromkeys(e.mechanism for e in self._events)),
+                       events=tuple(e.to_dict() for e in self._events), **self._tree_fields())
         if guarantee == "none":
             if published:
                 fields_["note"] = note or "published code setting: the nominal calibration is not private"
@@ -316,13 +302,11 @@ class PrivacyLedger:
             chosen = method
             if method not in results:
                 self.epsilon(delta, method)  # raises the reason the method does not apply
-        composition, conversion = _CONVERSIONS[chosen]
+        composition, conversion = _labels(chosen, {e.kind for e in self._events})
         return PrivacyReport(
-            guarantee=guarantee, epsilon=results[chosen], rho=self.rho, window=window,
+            guarantee=guarantee, epsilon=results[chosen], rho=self.rho, window=window, conversion=conversion,
             composition=f"{composition}; {sum(e.count for e in self._events)} releases in {len(self._events)} events",
-            conversion=conversion, alternatives=tuple((m, e) for m, e in results.items() if m != chosen),
-            **fields_,
-        )
+            alternatives=tuple((m, e) for m, e in results.items() if m != chosen), **fields_)
 
     def _tree_fields(self) -> dict:
         trees = [e for e in self._events if e.horizon is not None or e.window is not None]
@@ -360,6 +344,10 @@ class PrivacyLedger:
 
 
 def _calibrate_nodes(epsilon: float, delta: float, nodes: int, sensitivity: float, method: str) -> float:
+    """Per-node Gaussian std for ``nodes`` noisy nodes per item (methods of :func:`calibrate_tree_sigma`)."""
+    epsilon, delta = check_epsilon(epsilon), check_delta(delta, allow_zero=False)
+    sensitivity = check_real("sensitivity", sensitivity, low=0.0, low_inclusive=False)
+    method = check_choice("method", method, CALIBRATION_METHODS)
     if method == "exact":  # nodes Gaussians = one Gaussian with sigma/sqrt(nodes) (§1.1)
         sigma = gaussian_sigma_analytic(epsilon, delta, sensitivity * math.sqrt(nodes))
     elif method == "zcdp":  # rho = nodes Delta^2/(2 sigma^2) = rho*(epsilon, delta) (CKS20; E6)
@@ -367,15 +355,6 @@ def _calibrate_nodes(epsilon: float, delta: float, nodes: int, sensitivity: floa
     else:  # basic: each node (epsilon/nodes, delta/nodes)-DP (the papers' split, spec/han-frank-wolfe.md §2)
         sigma = gaussian_sigma_analytic(epsilon / nodes, delta / nodes, sensitivity)
     return sigma * _SAFETY
-
-
-def _check_calibration(epsilon, delta, sensitivity, method) -> tuple[float, float, float, str]:
-    return (
-        check_epsilon(epsilon),
-        check_delta(delta, allow_zero=False),
-        check_real("sensitivity", sensitivity, low=0.0, low_inclusive=False),
-        check_choice("method", method, CALIBRATION_METHODS),
-    )
 
 
 def calibrate_tree_sigma(
@@ -389,7 +368,6 @@ def calibrate_tree_sigma(
     analytic Gaussian per node). Known answers at (1, 1e-5), Delta = 1: exact 12.37 (T = 1024) / 15.38 (T = 1e5),
     zCDP 13.42 / 16.68, basic 39.9 / 61.6. The result is rounded up by a relative 1e-9.
     """
-    epsilon, delta, sensitivity, method = _check_calibration(epsilon, delta, sensitivity, method)
     return _calibrate_nodes(epsilon, delta, tree_depth(horizon), sensitivity, method)
 
 
@@ -399,9 +377,7 @@ def calibrate_window_sigma(
     """Per-node Gaussian std for a window tree: window-(epsilon, delta)-DP with ``log2 W + 1`` nodes per item
     (W rounded up to a power of two; ``spec/private-oco-learners.md`` §3.2). Methods as
     :func:`calibrate_tree_sigma`."""
-    epsilon, delta, sensitivity, method = _check_calibration(epsilon, delta, sensitivity, method)
-    window = check_int("window", window, low=1)
-    nodes = (window - 1).bit_length() + 1
+    nodes = (check_int("window", window, low=1) - 1).bit_length() + 1
     return _calibrate_nodes(epsilon, delta, nodes, sensitivity, method)
 
 

@@ -93,7 +93,8 @@ def test_report_states_the_configured_epsilon_delta(epsilon, delta, form):
     assert report.privacy_unit.startswith("one user") and report.neighboring == "replace-one"
     assert "E6" in report.events[0]["bound"] and "billboard" in report.note
     text = report.sensitivity_assumption
-    assert "||x||_inf <= 1" in text and "rewards clipped to [-1.15, 1.15]" in text and "b = 1" in text
+    assert "||x||_inf <= 1" in text and "b = 1" in text
+    assert "rewards clipped to [-1.2, 1.2] (unbounded Gaussian rewards: mean bounds -/+ 4 noise_std" in text
 
 
 def test_report_is_per_run_and_noise_off_has_no_guarantee():
@@ -222,18 +223,24 @@ def test_synthetic_update_steps_every_arm_every_round():
 
 
 def test_rewards_are_clipped_to_the_stated_range():
+    """The private agents' one rule (agents/private.py reward_clip_range), stated in the report."""
     c = constants(2, horizon=50)
     agent = DPHDB(c, epsilon=1.0)
-    assert agent.reward_range == pytest.approx((-1.15, 1.15))  # mean bound 1 +- 3 noise_std (0.05)
-    assert agent.lipschitz == pytest.approx(2.15)  # |x.theta - y| <= b x_max + 1.15
+    assert agent.reward_range == pytest.approx((-1.2, 1.2))  # mean bound 1 +- 4 noise_std (0.05)
+    assert agent.lipschitz == pytest.approx(2.2)  # |x.theta - y| <= b x_max + 1.2
     x = np.zeros((2, 50))
     x[:, 0] = 1.0
-    agent.update(x, 0, 1e9, {})  # clipped to 1.15: finite gradient, clip not even needed
+    agent.update(x, 0, 1e9, {})  # clipped to 1.2: finite gradient, clip not even needed
     g = agent.curator.learners.S[0, 0]
-    assert g == pytest.approx(-1.15)  # t = 1: g_1 = grad f(0) = (0 - 1.15) x
+    assert g == pytest.approx(-1.2)  # t = 1: g_1 = grad f(0) = (0 - 1.2) x
     bounded = DPHDB(constants(2, horizon=50, reward_clip=0.5), epsilon=1.0)
     assert bounded.reward_range == (-0.5, 0.5)
-    assert DPHDB(c, epsilon=1.0, reward_bound=2.0).reward_range == (-2.0, 2.0)
+    assert "(the environment's reward range)" in bounded.privacy_report().sensitivity_assumption
+    override = DPHDB(c, epsilon=1.0, reward_bound=2.0)
+    assert override.reward_range == (-2.0, 2.0)
+    assert "[-2, 2] (reward_bound = 2)" in override.privacy_report().sensitivity_assumption
+    with pytest.raises(ValueError, match="reward_bound"):
+        DPHDB(c, epsilon=1.0, reward_bound=0.0)
 
 
 def test_logistic_link_uses_the_logistic_glm_loss():

@@ -1,12 +1,16 @@
-"""LassoBandit (Bastani & Bayati 2020): forced-sampling schedule, the Lasso fits, decisions and validation."""
+"""LassoBandit (Bastani & Bayati 2020): forced-sampling schedule, the Lasso fits, decisions and validation;
+non-converged fits are counted and reported by one warning per agent (not one per fit)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 import pytest
+
+from sklearn.exceptions import ConvergenceWarning
 
 from dpbandit.agents.baselines import UniformRandom
 from dpbandit.agents.lasso_bandit import LassoBandit, default_hyperparameters, forced_arm, forced_sampling_times
@@ -201,6 +205,57 @@ def test_reset_forgets():
     agent.reset(1)
     assert agent.t == 0 and not agent.beta_all.any() and not agent.beta_forced.any()
     assert all(s.n == 0 for s in agent.samples + agent.forced)
+
+
+def run_recording_warnings(agent: LassoBandit, rounds: int, seed: int = 6):
+    """``rounds`` act/update steps on a sparse problem; (actions, final all-sample estimates, warnings raised)."""
+    rng = np.random.default_rng(seed)
+    K, d = agent.n_arms, agent.dim
+    theta = sparse_thetas(rng, K, d, 3)
+    actions = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent.reset(seed)
+        for _ in range(rounds):
+            obs = np.tile(unit_context(rng, d), (K, 1))
+            arm = agent.act(obs)
+            agent.update(obs, arm, float(obs[arm] @ theta[arm] + 0.05 * rng.normal()), {})
+            actions.append(arm)
+    return actions, agent.beta_all.copy(), caught
+
+
+def test_non_converged_fits_are_counted_and_warned_once_per_agent():
+    """Under-regularised (penalties 1e-4) and max_iter = 20: many fits stop early. One ConvergenceWarning per agent
+    (also across resets), pointing at the caller of update(); the per-run count in n_unconverged (fits that ran out
+    of iterations above tolerance); the fits themselves are untouched (same actions and estimates)."""
+    weak = dict(lambda1=1e-4, lambda2_0=1e-4, max_iter=20, refit_growth=0.0)
+    agent = LassoBandit(constants(K=2, d=30), **weak)
+    exhausted = []
+    fit = agent._fit
+
+    def counting_fit(model, data, lam):
+        coef = fit(model, data, lam)
+        exhausted.append(model.n_iter_ >= agent.max_iter)
+        return coef
+
+    agent._fit = counting_fit
+    actions, beta, caught = run_recording_warnings(agent, 150)
+    assert len(caught) == 1 and issubclass(caught[0].category, ConvergenceWarning), [str(w.message) for w in caught]
+    assert "n_unconverged" in str(caught[0].message) and "max_iter=20" in str(caught[0].message)
+    # a fit warns iff it ran all max_iter iterations and its gap is still above tol (it may converge in the last one)
+    assert 0.9 * sum(exhausted) <= agent.n_unconverged <= sum(exhausted) and agent.n_unconverged > 20
+    first = agent.n_unconverged
+    again, beta_again, caught = run_recording_warnings(agent, 150)  # reset: the count restarts, no new warning
+    assert again == actions and np.array_equal(beta_again, beta) and agent.n_unconverged == first and not caught
+    plain = run_recording_warnings(LassoBandit(constants(K=2, d=30), **weak), 150)
+    assert plain[0] == actions and np.array_equal(plain[1], beta) and len(plain[2]) == 1
+    assert plain[2][0].filename == __file__  # the warning points at the caller of update()
+
+
+def test_default_penalties_converge():
+    agent = LassoBandit(constants(K=3, d=40))
+    _, _, caught = run_recording_warnings(agent, 400)
+    assert agent.n_unconverged == 0 and not caught
 
 
 # --------------------------------------------------------------------------- defaults and validation

@@ -54,18 +54,26 @@ def test_ldp_report_names_guarantee_feedback_and_unit():
 
 
 def test_central_learners_route_to_jdp_and_compose_the_affected_learners():
+    """Bandit feedback: one copy of the learner's ledger for the tree learners, whose zero sample costs at most half
+    a replace-one change (tests/optim/test_zero_sample.py), two for POCP (PIGD); full information: K copies."""
     e = env()
-    for feedback, copies in (("bandit", 2), ("full", ENV["n_arms"])):
+    for feedback, copies in (("bandit", 1), ("full", ENV["n_arms"])):
         agent = make_agent("oco", e, learner="pftal", feedback=feedback, learner_params={"epsilon": 0.5})
         report = agent.privacy_report()
         learner_report = agent.learners[0].privacy_report()
         assert learner_report.guarantee == "DP" and report.guarantee == "JDP"
         assert report.epsilon == pytest.approx(copies * learner_report.epsilon)  # pure DP events add up
         assert len(report.events) == copies * len(learner_report.events)
-        assert "billboard" in report.note
+        assert "billboard" in report.note and f"{copies} cop" in report.composition
+    assert "zero_sample_halves_sensitivity" in make_agent("oco", e, learner="pftal").privacy_report().composition
+    for learner, params in (("pqftl", {}), ("wdp-cocop", {"window": 16}), ("wdp-cocol", {"window": 16})):
+        agent = make_agent("oco", e, learner=learner, learner_params={"epsilon": 0.5, **params})
+        assert len(agent.privacy_report().events) == len(agent.learners[0].privacy_report().events)
+        assert agent.privacy_report().epsilon == pytest.approx(agent.learners[0].privacy_report().epsilon)
     gaussian = make_agent("oco", e, learner="pigd", learner_params={"epsilon": 0.5, "delta": 1e-5})
     assert gaussian.privacy_report().guarantee == "JDP" and gaussian.privacy_report().delta == 1e-5
     assert gaussian.privacy_report().epsilon > gaussian.learners[0].privacy_report().epsilon
+    assert "at most 2 learners" in gaussian.privacy_report().composition
 
 
 def test_window_learners_report_window_jdp_never_jdp():

@@ -1,16 +1,20 @@
 """Structure of private agents (dpbandit/agents/private.py): the action rule is a static function of the latest
-release and the current user's observation, so it cannot read other users' data (the billboard argument of JDP)."""
+release and the current user's observation, so it cannot read other users' data (the billboard argument of JDP);
+the one reward-clipping rule (reward_clip_range) and its use by DP-HDB, DP-UCB and the OCO adapter."""
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import math
 
 import numpy as np
 import pytest
 
+from dpbandit.agents.dp_hdb import DPHDB
 from dpbandit.agents.dp_ucb import DPUCB
-from dpbandit.agents.private import Curator, PrivateAgent, check_context_bound
+from dpbandit.agents.oco_adapter import OCOAgent
+from dpbandit.agents.private import REWARD_CLIP_STDS, Curator, PrivateAgent, check_context_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.report import PrivacyReport
 from dpbandit.seeding import stream
@@ -199,3 +203,51 @@ def test_check_context_bound():
         check_context_bound(np.array([[1.0, 1.0]]), "l2", 1.0)
     with pytest.raises(ValueError, match="context_bound"):
         check_context_bound(np.array([1.0, -1.5]), "linf", 1.0)
+
+
+def gaussian_constants(mean_low=-0.8, mean_high=1.0, noise_std=0.05, reward=(-math.inf, math.inf), K=2):
+    """Disjoint identity-link constants (l_inf contexts; DP-HDB needs the disjoint structure)."""
+    return dataclasses.replace(constants(K=K, d=4, structure="disjoint"), context_norm="linf", theta_norm="l1",
+                               mean_low=mean_low, mean_high=mean_high, noise_std=noise_std,
+                               reward_low=reward[0], reward_high=reward[1])
+
+
+def test_reward_clip_rule_known_answers():
+    clip = reward_clip_range(gaussian_constants())  # unbounded: mean bounds -/+ 4 noise_std
+    assert REWARD_CLIP_STDS == 4.0 and (clip.low, clip.high) == pytest.approx((-1.0, 1.2)) and clip.bound == 1.2
+    assert "mean bounds -/+ 4 noise_std = 0.05" in clip.describe() and "[-1, 1.2]" in clip.describe()
+    assert clip.clip(1e9) == pytest.approx(1.2) and clip.clip(-1e9) == pytest.approx(-1.0) and clip.clip(0.3) == 0.3
+    three = reward_clip_range(gaussian_constants(), n_std=3.0)
+    assert (three.low, three.high) == pytest.approx((-0.95, 1.15))
+    bounded = reward_clip_range(gaussian_constants(reward=(0.0, 1.0)))  # Bernoulli / clipped environment
+    assert (bounded.low, bounded.high) == (0.0, 1.0) and "the environment's reward range" in bounded.rule
+    override = reward_clip_range(gaussian_constants(), 0.5, name="reward_bound")
+    assert (override.low, override.high) == (-0.5, 0.5) and override.rule == "reward_bound = 0.5"
+
+
+@pytest.mark.parametrize("override, error, match", [
+    (0.0, ValueError, "reward_clip must be"), (-1.0, ValueError, "reward_clip must be"),
+    (math.inf, ValueError, "reward_clip must be"), ("1", TypeError, "reward_clip"),
+])
+def test_reward_clip_override_is_validated(override, error, match):
+    with pytest.raises(error, match=match):
+        reward_clip_range(gaussian_constants(), override)
+    with pytest.raises(TypeError, match="BanditConstants"):
+        reward_clip_range({"noise_std": 0.1})
+
+
+@pytest.mark.parametrize("reward", [(-math.inf, math.inf), (-0.7, 0.7), (0.0, 1.0)])
+def test_dp_hdb_dp_ucb_and_the_oco_adapter_share_the_rule_and_state_it(reward):
+    c = gaussian_constants(reward=reward)
+    clip = reward_clip_range(c)
+    hdb, ucb = DPHDB(c, epsilon=1.0), DPUCB(c, epsilon=1.0)
+    oco = OCOAgent(c, learner="pftal", learner_params={"epsilon": 1.0})
+    assert hdb.reward_range == (clip.low, clip.high) and ucb.cal.clip == clip and ucb.cal.B == clip.bound
+    assert oco.known_constants()["y_bound"] == clip.bound
+    for agent in (hdb, ucb, oco):
+        assert clip.describe() in agent.privacy_report().sensitivity_assumption
+    # each agent keeps its own override parameter
+    assert DPHDB(c, epsilon=1.0, reward_bound=0.3).reward_range == (-0.3, 0.3)
+    assert DPUCB(c, epsilon=1.0, reward_clip=0.3).cal.B == 0.3
+    own = OCOAgent(c, learner="pftal", learner_params={"epsilon": 1.0, "y_bound": 0.3})
+    assert "reward clip" not in own.privacy_report().sensitivity_assumption

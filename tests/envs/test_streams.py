@@ -7,20 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from dpbandit.envs.streams import RegressionStream, StreamData, dual_exponent, lp_norm
-
-
-def test_dual_exponent_and_lp_norm():
-    assert dual_exponent(1.5) == pytest.approx(3.0)
-    assert dual_exponent(2.0) == 2.0
-    assert dual_exponent(1.0) == math.inf
-    assert dual_exponent(math.inf) == 1.0
-    x = np.array([[3.0, -4.0, 0.0], [0.0, 0.0, 0.0]])
-    np.testing.assert_allclose(lp_norm(x, 2.0), [5.0, 0.0])
-    np.testing.assert_allclose(lp_norm(x, 1.0), [7.0, 0.0])
-    np.testing.assert_allclose(lp_norm(x, math.inf), [4.0, 0.0])
-    np.testing.assert_allclose(lp_norm(x, 3.0), [(27 + 64) ** (1 / 3), 0.0])
-    np.testing.assert_allclose(lp_norm(np.array([1e200, 1e200]), 3.0), 1e200 * 2 ** (1 / 3))
+from dpbandit.envs.streams import RegressionStream, StreamData
+from dpbandit.geometry import dual_exponent, lp_norm
 
 
 @pytest.mark.parametrize("p", [1.0, 1.5, 2.0, 3.0, math.inf])

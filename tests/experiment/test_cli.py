@@ -15,7 +15,8 @@ def _write_config(tmp_path, body=None):
 
 
 def test_run_prints_where_table_and_plot_went(tmp_path, capsys):
-    assert main(["run", "--config", str(_write_config(tmp_path)), "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    config = str(_write_config(tmp_path))
+    assert main(["run", "--config", config, "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     table_line = next(line for line in out.splitlines() if line.startswith("Results table:"))
     plot_line = next(line for line in out.splitlines() if line.startswith("Regret plot:"))

@@ -8,7 +8,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.optimize import minimize
 
 from dpbandit.experiment.oco import (
     OCO_COLUMNS,
@@ -17,45 +16,21 @@ from dpbandit.experiment.oco import (
     best_in_hindsight,
     default_learners,
     main,
+    play,
     regret_slopes,
     run_oco,
 )
-from dpbandit.optim.losses import LogisticLoss, SquaredLoss
+from dpbandit.experiment.plots import regret_figure
+from dpbandit.experiment.results import checkpoint_rounds
+from dpbandit.optim.projections import L2Ball, Simplex
 from dpbandit.optim.registry import LEARNERS, noise_off_params, requires_strong_convexity
 
 
-def data(T=40, d=4, seed=0, logistic=False):
-    rng = np.random.default_rng(seed)
-    x = rng.normal(size=(T, d))
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    z = x @ np.array([2.0, -1.0, 0.5, 1.5])[:d]
-    y = (rng.random(T) < 1 / (1 + np.exp(-3 * z))).astype(float) if logistic else z + 0.1 * rng.normal(size=T)
-    return x, y
+def strict_json(path):
+    def refuse(name):
+        raise ValueError(f"non-strict JSON constant {name}")
 
-
-def brute_force(x, y, loss, mu, radius, t):
-    xs, ys = x[:t], y[:t]
-
-    def f(w):
-        return float(np.sum(loss.phi(xs @ w, ys))) + 0.5 * t * mu * float(w @ w)
-
-    ball = {"type": "ineq", "fun": lambda w: radius**2 - w @ w}
-    best = min((minimize(f, w0, method="SLSQP", constraints=[ball], options={"ftol": 1e-15, "maxiter": 1000})
-                for w0 in (np.zeros(x.shape[1]), np.full(x.shape[1], 0.1))), key=lambda r: r.fun)
-    return best.fun
-
-
-@pytest.mark.parametrize("loss, logistic", [(SquaredLoss(0.5), False), (SquaredLoss(1.0), False),
-                                            (LogisticLoss(), True)])
-@pytest.mark.parametrize("mu, radius", [(0.0, 10.0), (0.0, 0.5), (0.2, 1.0)])
-def test_best_in_hindsight_matches_a_generic_solver(loss, logistic, mu, radius):
-    x, y = data(logistic=logistic)
-    rounds = np.array([2, 10, 40])  # t = 2 < d: singular Gram matrix
-    values, points = best_in_hindsight(x, y, loss, mu, radius, rounds)
-    assert np.all(np.linalg.norm(points, axis=1) <= radius * (1 + 1e-9))
-    for t, v in zip(rounds, values):
-        assert v == pytest.approx(brute_force(x, y, loss, mu, radius, t), rel=1e-6, abs=1e-8)
-        assert v <= brute_force(x, y, loss, mu, radius, t) + 1e-7  # never worse than the generic solver
+    return json.loads(path.read_text(), parse_constant=refuse)
 
 
 def small_config(**kw):
@@ -78,17 +53,114 @@ def test_run_writes_a_tidy_run_directory(tmp_path):
         assert g["t"].iloc[0] == 1 and g["t"].iloc[-1] == 300
         np.testing.assert_allclose(g["average_regret"], g["cumulative_regret"] / g["t"])
     run_dir = result.run_dir
+    assert run_dir == tmp_path / "oco"  # deterministic: <out>/<name>
     for name in ("results.csv", "summary.csv", "regret.png", "manifest.json"):
         assert (run_dir / name).is_file()
     assert len(list((run_dir / "jobs").glob("*.csv"))) == 4
     pd.testing.assert_frame_equal(pd.read_csv(run_dir / "results.csv"), frame, check_dtype=False)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = strict_json(run_dir / "manifest.json")  # tau = inf is stored as "inf"
+    assert manifest["config"]["learners"][1]["params"] == {"tau": "inf"}
+    assert manifest["status"] == "complete" and manifest["config_hash"] == small_config().config_hash()
+    assert manifest["comparators"]["linear/reduction off"] == "l2 ball of radius 2"
+    assert 0 <= manifest["comparator_gap"] < 1e-8
     assert manifest["skipped"] == ["pftal on linear: needs a strongly convex loss (mu > 0)"]
     assert manifest["privacy"]["linear/ldp-coordinatewise"]["guarantee"] == "LDP"
     summary = result.summary.set_index(["stream", "learner"])
     assert summary.loc[("linear", "ldp-coordinatewise"), "guarantee"] == "LDP (ε=6, δ=0)"
     assert summary.loc[("linear", "reduction off"), "guarantee"] == "non-private (no guarantee)"
     assert {"final_regret_mean", "final_regret_ci95", "regret_slope", "us_per_round"} <= set(summary.columns)
+    assert set(summary["comparator"]) == {"l2 ball of radius 2"}
+    for job in (run_dir / "jobs").glob("*.json"):
+        strict_json(job)
+
+
+def test_rerun_resumes_and_a_changed_experiment_needs_fresh(tmp_path):
+    first = run_oco(small_config(), out=tmp_path, progress=False)
+    again = run_oco(small_config(n_jobs=2), out=tmp_path, progress=False)  # n_jobs does not change the experiment
+    assert first.resumed_jobs == 0 and again.resumed_jobs == 4
+    pd.testing.assert_frame_equal(again.results, first.results, check_exact=True)
+    pd.testing.assert_frame_equal(again.summary.drop(columns="us_per_round"),
+                                  first.summary.drop(columns="us_per_round"), check_exact=True)
+    with pytest.raises(ValueError, match="different experiment.*fresh"):
+        run_oco(small_config(seeds=(0, 1, 2)), out=tmp_path, progress=False)
+    fresh = run_oco(small_config(seeds=(0, 1, 2)), out=tmp_path, progress=False, fresh=True)
+    assert fresh.resumed_jobs == 0 and set(fresh.results["seed"]) == {0, 1, 2}
+    assert len(list((tmp_path / "oco" / "jobs").glob("*.json"))) == 6
+
+
+def test_interrupted_run_resumes_to_the_uninterrupted_result(tmp_path, monkeypatch):
+    from dpbandit.experiment import oco
+
+    reference = run_oco(small_config(), out=tmp_path / "ref", progress=False).results
+    real_run_job = oco._run_job
+    calls = []
+
+    def dying_run_job(config, runs, job):
+        calls.append(job)
+        if len(calls) == 3:
+            raise KeyboardInterrupt  # the process dies while the 3rd job runs
+        return real_run_job(config, runs, job)
+
+    monkeypatch.setattr(oco, "_run_job", dying_run_job)
+    with pytest.raises(KeyboardInterrupt):
+        run_oco(small_config(), out=tmp_path / "resume", progress=False)
+    run_dir = tmp_path / "resume" / "oco"
+    assert sorted(p.name for p in (run_dir / "jobs").glob("*.json")) == ["linear__seed0.json", "linear__seed1.json"]
+    assert strict_json(run_dir / "manifest.json")["status"] == "running"
+    rerun = []
+    monkeypatch.setattr(oco, "_run_job", lambda config, runs, job: rerun.append(job) or real_run_job(config, runs,
+                                                                                                        job))
+    resumed = run_oco(small_config(), out=tmp_path / "resume", progress=False)
+    assert resumed.resumed_jobs == 2 and rerun == [("linear-ridge", 0), ("linear-ridge", 1)]
+    pd.testing.assert_frame_equal(resumed.results, reference, check_exact=True)
+
+
+def test_each_learner_is_compared_with_its_own_domain():
+    """WDP-COCOL plays in the simplex: its comparator is the best point of the simplex, not of the l2 ball (which
+    contains the simplex, so its minimum is lower and the regret against it larger)."""
+    cocol = LearnerSpec("wdp-cocol", "cocol", {**noise_off_params("wdp-cocol"), "window": 16})
+    config = small_config(learners=(cocol, LearnerSpec("pigd", params=noise_off_params("pigd"))),
+                          problems=("linear-ridge",), seeds=(0,))
+    result = run_oco(config, out=False, progress=False)
+    summary = result.summary.set_index("learner")
+    assert summary.loc["cocol", "comparator"] == "probability simplex"
+    assert summary.loc["pigd", "comparator"] == "l2 ball of radius 2"
+    data = config.stream("linear-ridge").draw(0)
+    loss, mu, rounds = config.loss("linear-ridge"), config.mu, checkpoint_rounds(config.horizon, config.checkpoints)
+    learner = config.build("linear-ridge", cocol, 0)
+    assert learner.domain == Simplex()
+    losses, _ = play(learner, data.x, data.y, loss, mu)
+    simplex, _ = best_in_hindsight(data.x, data.y, loss, mu, Simplex(), rounds)
+    ball, _ = best_in_hindsight(data.x, data.y, loss, mu, L2Ball(2.0), rounds)
+    got = result.results[result.results["learner"] == "cocol"]
+    np.testing.assert_allclose(got["cumulative_regret"], np.cumsum(losses)[rounds - 1] - simplex, rtol=1e-12)
+    assert np.all(simplex >= ball - 1e-9) and simplex[-1] > ball[-1] + 1.0  # the l2 comparator inflates the regret
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_a_declared_domain_holds_every_iterate(name):
+    """The runner compares a learner with the best point of ``learner.domain``: that set must be where it plays."""
+    config = small_config(learners=default_learners([name])[-1:], problems=("linear-ridge",), horizon=60)
+    learner = config.build("linear-ridge", config.learners[0], 0)
+    if getattr(learner, "domain", None) is None:
+        pytest.skip(f"{name} declares no domain (unconstrained: compared with the l2 ball of the stream radius)")
+    data = config.stream("linear-ridge").draw(0)
+    for x, y in zip(data.x, data.y):
+        assert learner.domain.contains(learner.predict(), atol=1e-9)
+        learner.update(x, y)
+
+
+def test_oco_plots_say_cumulative_regret(tmp_path, monkeypatch):
+    from dpbandit.experiment import oco
+
+    labels = []
+    real_plot = oco.plot_regret
+    monkeypatch.setattr(oco, "plot_regret", lambda *a, **kw: labels.append(kw["ylabel"]) or real_plot(*a, **kw))
+    frame = run_oco(small_config(problems=("linear-ridge",), seeds=(0,)), out=tmp_path, progress=False).results
+    assert labels == ["cumulative regret (vs best point in hindsight)"]
+    tidy = frame.rename(columns={"stream": "env_id", "learner": "agent"})
+    assert regret_figure(tidy, ylabel="cumulative regret").axes[0].get_ylabel() == "cumulative regret"
+    assert regret_figure(tidy).axes[0].get_ylabel() == "cumulative pseudo-regret"  # the bandit default
 
 
 def test_same_seeds_same_results():
@@ -168,6 +240,10 @@ def test_command_line(tmp_path, capsys):
                  "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0 and "ldp-coordinatewise (noise off)" in out and "pigd" in out and "regret_slope" in out
-    assert len(list(tmp_path.glob("oco-quick-*/results.csv"))) == 1
+    assert (tmp_path / "oco-quick" / "results.csv").is_file()
+    argv = ["--quick", "--learners", "pigd", "--horizon", "200", "--out", str(tmp_path), "--no-progress"]
+    assert main(argv) == 2 and "different experiment" in capsys.readouterr().err
+    assert main([*argv, "--fresh"]) == 0
+    assert main(argv) == 0 and "Resumed: 2 finished job(s)" in capsys.readouterr().out  # pigd: ridge only
     assert main(["--quick", "--problems", "cubic", "--out", str(tmp_path)]) == 2
     assert "unknown problem" in capsys.readouterr().err

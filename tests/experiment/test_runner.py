@@ -195,3 +195,18 @@ def test_bad_backend_arguments():
         run_experiment(_config(), out=False, backend="spark")
     with pytest.raises(ValueError, match="dask_address"):
         run_experiment(_config(), out=False, dask_address="tcp://127.0.0.1:8786")
+
+
+def test_agents_given_as_classes_or_import_paths():
+    from dpbandit.agents.linucb import LinUCB
+
+    by_name = run_experiment(_config(agents=(AgentSpec("linucb"),)), out=False, progress=False).results
+    by_class = run_experiment(_config(agents=(AgentSpec(LinUCB),)), out=False, progress=False).results
+    by_path = run_experiment(
+        _config(agents=(AgentSpec("dpbandit.agents.linucb:LinUCB", "linucb"),), n_jobs=2), out=False, progress=False
+    ).results
+    pd.testing.assert_frame_equal(by_name, by_class)
+    pd.testing.assert_frame_equal(by_name, by_path)
+    assert _config(agents=(AgentSpec(LinUCB),)).to_dict()["agents"][0]["type"] == "dpbandit.agents.linucb:LinUCB"
+    with pytest.raises(ValueError, match="cannot be imported"):
+        _config(agents=(AgentSpec("nowhere.module:Agent"),)).validate()

@@ -140,6 +140,28 @@ def test_dptofw_with_vanishing_noise_converges_like_the_reference():
     assert data.subopt(private.predict()) < 0.05 and data.subopt(ref.predict()) < 0.05
 
 
+@pytest.mark.parametrize("schedule, honaker", [("convex", False), ("strongly-convex", True)])
+def test_epsilon_inf_is_the_noise_free_reference_and_reports_no_guarantee(schedule, honaker):
+    """The registry's noise-off convention: epsilon = inf needs no rng, sums the leaves exactly (the iterates of
+    OnlineFrankWolfe with the same clipping, up to rounding, which the recursion amplifies slowly) and reports
+    guarantee "none"."""
+    data = RegressionStream(5, 100, theta="code").draw(3)
+    off = DPTOFW(5, 100, epsilon=math.inf, schedule=schedule, honaker=honaker)
+    ref = OnlineFrankWolfe(5, 100, lipschitz=1.0, schedule=schedule)
+    for x, y in zip(data.x, data.y):
+        off.update(x, y)
+        ref.update(x, y)
+        np.testing.assert_allclose(off.predict(), ref.predict(), rtol=0, atol=1e-10)
+    assert off.tree.noise is None
+    report = off.privacy_report()
+    assert off.guarantee == "none" and DPTOFW.guarantee == "DP" and not off.needs_rng
+    assert report.guarantee == "none" and report.epsilon == math.inf and "noise off" in report.note
+    assert off.noise is None and off.sigma == 0.0
+    with pytest.raises(ValueError, match="finite epsilon"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", PublishedSettingWarning)
+        DPTOFW(5, 400, epsilon=math.inf, published_setting_not_private=True)
+
+
 def test_recursion_is_the_normalised_prefix_sum():
     """d_1 = grad f(x_1; z_1)/2 (x_0 = x_1 = 0), then d_t = (sum of leaves)/(t+1) (spec §2, eq. 3.1)."""
     data = RegressionStream(3, 3).draw(5)
@@ -200,7 +222,7 @@ def test_published_setting_is_explicit_warned_and_not_private():
     ({"p": 0.5}, ValueError, "p must be a number >= 1"),
     ({"radius": 0.0}, ValueError, "radius must be a finite number > 0"),
     ({"horizon": 0}, ValueError, "horizon must be an integer >= 1"),
-    ({"epsilon": 0.0}, ValueError, "epsilon must be a finite number > 0"),
+    ({"epsilon": 0.0}, ValueError, "epsilon must be a number > 0"),
     ({"epsilon": -1.0}, ValueError, "epsilon must be"),
     ({"delta": 1.0}, ValueError, "delta must be"),
     ({"lr_scale": 2.5}, ValueError, "lr_scale must be a finite number in"),

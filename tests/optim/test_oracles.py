@@ -17,6 +17,7 @@ from dpbandit.optim.oracles import (
     lp_norm,
     simplex_lmo,
 )
+from dpbandit.optim.projections import project_box, project_l1_ball, project_l2_ball
 
 RNG = np.random.default_rng(20240601)
 
@@ -134,3 +135,26 @@ def test_bad_inputs():
         clip_dual(np.ones(2), 2.0, 0.0)
     with pytest.raises(TypeError, match="p must be a real number"):
         dual_exponent("2")
+
+
+@pytest.mark.parametrize("p, project", [(1.0, lambda y, r: project_l1_ball(y, r)),
+                                        (2.0, lambda y, r: project_l2_ball(y, r)),
+                                        (math.inf, lambda y, r: project_box(y, -r, r))])
+def test_projection_delegates_to_the_exact_projections(p, project):
+    """p = 1, 2, inf use dpbandit.optim.projections (one implementation); inside points come back unchanged."""
+    rng = np.random.default_rng(11)
+    for scale in (0.1, 3.0):
+        y = scale * rng.standard_normal(6)
+        np.testing.assert_array_equal(lp_ball_projection(y, p, 1.5), project(y, 1.5))
+    y = np.array([0.4, -0.3, 0.2])
+    out = lp_ball_projection(y, p, 1.0)
+    np.testing.assert_array_equal(out, y)
+    assert out is not y  # a copy: the caller may write into it
+
+
+def test_general_p_projection_is_continuous_in_p():
+    """Between the exact cases the bisection agrees with them in the limit (p -> 2 from both sides)."""
+    y = np.array([1.2, -0.7, 0.3, 2.0])
+    exact = project_l2_ball(y, 1.0)
+    for p in (2.0 - 1e-6, 2.0 + 1e-6):
+        np.testing.assert_allclose(lp_ball_projection(y, p, 1.0), exact, atol=1e-5)

@@ -1,6 +1,10 @@
 """PQFTL (dpbandit/optim/quadratic_ftl.py; spec/private-oco-learners.md §5.4, spec/errata.md E5).
 
-* the exact ball-constrained quadratic minimiser against an independent bisection and SLSQP;
+* the exact ball-constrained quadratic minimiser against an independent bisection and SLSQP; the fast path
+  (Cholesky + Newton on the secular equation, ``ball_quadratic_minimiser``) against it from every starting guess,
+  the PD shift ``psd_shift`` against numpy's eigenvalues;
+* the fast PQFTL has the output law of the eigendecomposition form: same privacy noise, same iterates (to 1e-10)
+  as a reference learner built here that does a full ``eigh`` per round; the normal path never calls ``eigh``;
 * noise off: the iterates of ridge follow-the-leader on the cumulative loss;
 * calibration known answer (T = 1024: z = sigma_analytic(1, 1e-5, sqrt(22))), ledger = configured privacy with
   both trees recorded at their per-node sigma;
@@ -19,7 +23,8 @@ import pytest
 from scipy import optimize
 
 from dpbandit.optim.losses import SquaredLoss
-from dpbandit.optim.quadratic_ftl import PQFTL, ball_quadratic_argmin
+import dpbandit.optim.quadratic_ftl as quadratic_ftl
+from dpbandit.optim.quadratic_ftl import PQFTL, ball_quadratic_argmin, ball_quadratic_minimiser, psd_shift
 from dpbandit.privacy.audit import audit
 from dpbandit.privacy.calibrate import gaussian_sigma_analytic
 from dpbandit.seeding import stream
@@ -78,6 +83,105 @@ def test_ball_quadratic_argmin_is_exact():
         if res.success and np.linalg.norm(res.x) <= radius * (1 + 1e-9):
             assert 0.5 * got @ A @ got - b @ got <= res.fun + 1e-9
         assert np.linalg.norm(got) <= radius * (1 + 1e-12)
+
+
+def random_pd(rng, d, tiny=False):
+    """A random positive definite (d, d) matrix; ``tiny``: one eigenvalue far below the others (PQFTL's shifted
+    matrix, whose smallest eigenvalue is mu t)."""
+    q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    w = rng.uniform(0.5, 50.0, d) * 10.0 ** rng.uniform(-2, 2)
+    if tiny:
+        w[0] = w.min() * 1e-4
+    a = (q * w) @ q.T
+    return 0.5 * (a + a.T)
+
+
+def test_ball_quadratic_minimiser_matches_the_eigendecomposition_route():
+    rng = np.random.default_rng(3)
+    for trial in range(200):
+        d = int(rng.integers(1, 40))
+        a = random_pd(rng, d, tiny=trial % 2 == 0)
+        b = rng.standard_normal(d) * 10.0 ** rng.uniform(-2, 3)
+        radius = rng.uniform(0.05, 3.0)
+        expected = ball_minimiser(a, b, radius)
+        w, Q = np.linalg.eigh(a)
+        z = Q.T @ b
+        inside = np.linalg.norm(np.linalg.solve(a, b)) <= radius
+        for guess in (0.0, 1e-3, 1.0, 1e3, 1e8):
+            got, lam = ball_quadratic_minimiser(a, b, radius, guess=guess)
+            np.testing.assert_allclose(got, expected, atol=1e-10 * max(1.0, radius))
+            np.testing.assert_allclose(got, ball_quadratic_argmin(w, Q, b, radius), atol=1e-10 * max(1.0, radius))
+            assert np.linalg.norm(got) <= radius * (1 + 1e-12)
+            if inside:
+                assert lam == 0.0
+            else:  # the multiplier solves the secular equation ||(A + lam I)^-1 b|| = radius
+                assert lam > 0.0 and np.linalg.norm(z / (w + lam)) == pytest.approx(radius, rel=1e-9)
+    got, lam = ball_quadratic_minimiser(np.eye(3), np.zeros(3), 1.0, guess=5.0)
+    assert lam == 0.0 and not got.any()
+
+
+def test_psd_shift_is_the_smallest_eigenvalue_shift():
+    rng = np.random.default_rng(4)
+    for trial in range(100):
+        d = int(rng.integers(1, 30))
+        m = rng.standard_normal((d, d))
+        v = m + m.T + rng.uniform(-3, 3) * math.sqrt(d) * np.eye(d)
+        if trial % 3 == 0:
+            v = m @ m.T + 0.1 * np.eye(d)  # positive definite: the Cholesky certificate, gamma = 0
+        expected = max(0.0, -np.linalg.eigvalsh(v)[0])
+        assert psd_shift(v) == pytest.approx(expected, rel=1e-12, abs=1e-12 * np.abs(v).max())
+        assert np.linalg.eigvalsh(v + psd_shift(v) * np.eye(d))[0] >= -1e-10 * np.abs(v).max()
+
+
+class EigenPQFTL(PQFTL):
+    """Reference built here: the eigendecomposition form of PQFTL's step (one full ``eigh`` of Vhat_t per round,
+    gamma_t from its smallest eigenvalue, Brent's method in the eigenbasis)."""
+
+    def update(self, x, y):
+        x, y = self._sample(x, y)
+        v_hat = self._v_tree.add_and_release(np.outer(x, x))
+        u_hat = self._u_tree.add_and_release(y * x)
+        eigenvalues, basis = np.linalg.eigh(0.5 * (v_hat + v_hat.T))
+        self.gamma = max(0.0, -float(eigenvalues[0]))
+        s2 = 2.0 * self.loss.scale
+        self._x = ball_quadratic_argmin(s2 * (eigenvalues + self.gamma) + self.mu * self.t, basis, s2 * u_hat,
+                                        self.domain.radius)
+
+
+@pytest.mark.parametrize("epsilon, radius", [(1.0, 1.0), (8.0, 0.3), (math.inf, 1.0), (math.inf, 0.05)])
+def test_fast_step_has_the_output_law_of_the_eigendecomposition_form(epsilon, radius):
+    """Same seed => same tree noise; the fast learner's iterates equal the reference's to 1e-10 at every round
+    (gamma_t > 0 and the ball constraint active in the private runs, both off and on in the noise-off runs)."""
+    d, T = 12, 300
+    x, y = sphere_stream(5, T, d, norm=1.0)
+    fast = PQFTL(d, T, mu=0.1, radius=radius, epsilon=epsilon, rng=stream(2, "privacy"))
+    slow = EigenPQFTL(d, T, mu=0.1, radius=radius, epsilon=epsilon, rng=stream(2, "privacy"))
+    shifted = active = 0
+    for t in range(T):
+        fast.update(x[t], y[t])
+        slow.update(x[t], y[t])
+        np.testing.assert_allclose(fast.predict(), slow.predict(), atol=1e-10 * radius, rtol=0)
+        assert fast.gamma == pytest.approx(slow.gamma, rel=1e-10, abs=1e-10)
+        shifted += fast.gamma > 1e-9
+        active += np.linalg.norm(fast.predict()) >= radius * (1 - 1e-12)
+    if math.isfinite(epsilon):
+        assert shifted > T // 2 and active > T // 2
+    else:  # V_t is positive semi-definite; the ball binds for the small radius only
+        assert shifted == 0 and (active > T // 2) == (radius < 0.1)
+
+
+def test_normal_path_needs_no_full_eigendecomposition(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("full eigendecomposition called")
+
+    monkeypatch.setattr(quadratic_ftl.np.linalg, "eigh", forbidden)
+    d, T = 20, 200
+    x, y = sphere_stream(6, T, d, norm=1.0)
+    for epsilon in (1.0, math.inf):
+        learner = PQFTL(d, T, mu=0.1, epsilon=epsilon, rng=stream(0, "privacy"))
+        for t in range(T):
+            learner.update(x[t], y[t])
+        assert np.linalg.norm(learner.predict()) <= 1 + 1e-12
 
 
 @pytest.mark.parametrize("radius, scale", [(0.2, 0.5), (5.0, 1.0)])

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from dpbandit.optim.losses import SquaredLoss
+from dpbandit.optim.projections import L1Ball, LpBall
 from dpbandit.optim.protocol import StreamingLearner
 from dpbandit.optim.registry import (
     LEARNERS,
@@ -23,7 +24,7 @@ from dpbandit.seeding import stream
 #: What every learner needs beyond the problem constants in these tests.
 EXTRA = {"wdp-cocop": {"window": 16}, "wdp-cocol": {"window": 16}}
 EXPECTED = {"pigd", "pgiga", "igd", "giga", "pqftl", "pftal", "wdp-cocop", "wdp-cocol", "ldp-reduction",
-            "ldp-coordinatewise"}
+            "ldp-coordinatewise", "dp-tofw", "online-fw", "dp-pofw"}
 
 
 def build(name: str, dim: int = 4, horizon: int = 20, **params):
@@ -32,7 +33,7 @@ def build(name: str, dim: int = 4, horizon: int = 20, **params):
     return make_learner(name, dim, horizon, rng=stream(0, "privacy"), **params)
 
 
-def test_registry_lists_every_learner_of_issue_6():
+def test_registry_lists_every_learner_of_issues_5_and_6():
     assert set(LEARNERS) == EXPECTED
     for name, cls in LEARNERS.items():
         assert issubclass(cls, StreamingLearner) and cls.name == name
@@ -99,3 +100,16 @@ def test_unknown_names_and_hyperparameters_are_refused_before_any_work():
 def test_invalid_values_raise_naming_the_parameter(name, params, text):
     with pytest.raises(ValueError, match=text):
         build(name, **params)
+
+
+def test_frank_wolfe_learners_declare_their_lp_ball():
+    """The OCO runner compares a learner with the best point of ``learner.domain``: the Frank-Wolfe learners play in
+    ``{||x||_p <= radius}`` (DP-POFW: the l1 ball), and their iterates stay there."""
+    rng = np.random.default_rng(2)
+    for name, expected in (("dp-tofw", LpBall(1.5, 0.7)), ("online-fw", LpBall(1.5, 0.7)), ("dp-pofw", L1Ball(0.7))):
+        learner = build(name, radius=0.7)
+        assert learner.domain == expected
+        for _ in range(20):
+            x = rng.normal(size=4)
+            learner.update(x / np.linalg.norm(x), float(rng.uniform(-1, 1)))
+            assert learner.domain.contains(learner.predict(), atol=1e-12)

@@ -4,6 +4,7 @@ validation rows; the JSON round trip of the report."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -19,6 +20,7 @@ from dpbandit.privacy.ledger import (
     calibrate_window_sigma,
     tree_epsilon,
 )
+from dpbandit.privacy.calibrate import zcdp_epsilon
 from dpbandit.privacy.noise import (
     GammaNormNoise,
     GaussianNoise,
@@ -141,6 +143,13 @@ def test_the_tree_noise_determines_the_event():
 FAST_METHODS = ("exact", "rdp", "zcdp", "basic")
 
 
+def test_tiny_rho_reports_epsilon_zero_never_negative():
+    """The CKS bound of rho = 1/(2 * 78^2) at delta = 2^-7 is -6.1e-5 (its condition holds at epsilon = 0): the
+    ledger reports (0, delta)-DP (found by the property test below)."""
+    assert zcdp_epsilon(1 / (2 * 78.0**2), 2.0**-7) <= 0.0
+    assert tree_epsilon(78.0, 2.0**-7, 1, method="zcdp") == 0.0
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     sigma=st.floats(0.5, 200.0), ratio=st.floats(1.01, 3.0), delta=st.floats(1e-10, 1e-2),
@@ -260,6 +269,42 @@ def test_report_with_a_fixed_method_lists_the_others_as_alternatives():
     with pytest.raises(UnsupportedEventError):
         PrivacyLedger().add_zcdp(0.1, mechanism="m", bound="b").report(
             1e-5, guarantee="DP", sensitivity_assumption="", method="exact")
+
+
+EVENTS = {
+    "gaussian": lambda ledger: ledger.add_gaussian(3.0, 4),
+    "laplace": lambda ledger: ledger.add_laplace(5.0, 2),
+    "pure": lambda ledger: ledger.add_pure(0.1, 3, mechanism="pure step"),
+    "zcdp": lambda ledger: ledger.add_zcdp(0.01, 2, mechanism="noisy max", bound="E4"),
+}
+
+
+@pytest.mark.parametrize("kinds", [k for n in range(1, 5) for k in itertools.combinations(sorted(EVENTS), n)],
+                         ids="+".join)
+def test_composition_and_conversion_labels_are_true_for_every_event_mix(kinds):
+    """The report's composition/conversion text names only what the chosen accounting did with this mix: no
+    "Gaussian"/"analytic Gaussian" without Gaussian events, no Laplace without Laplace events, no delta split
+    without approximate-DP events; pure-DP ledgers at delta = 0 say "pure-DP composition"."""
+    ledger = PrivacyLedger()
+    for kind in kinds:
+        EVENTS[kind](ledger)
+    pure_only = set(kinds) <= {"laplace", "pure"}
+    for delta in (0.0, 1e-5) if pure_only else (1e-5,):
+        for method in ledger.epsilons(delta):
+            report = ledger.report(delta, guarantee="DP", sensitivity_assumption=ASSUMPTION, method=method)
+            text = f"{report.composition} | {report.conversion}".lower()
+            assert ("gaussian" in text) <= ("gaussian" in kinds), (method, text)
+            assert ("laplace" in text) <= ("laplace" in kinds), (method, text)
+            assert ("delta split" in text) == (method == "basic" and not pure_only), (method, text)
+            assert ("eps^2/2" in text) == (method == "zcdp" and not set(kinds).isdisjoint({"pure", "laplace"}))
+            if method == "exact":
+                assert text.startswith("pure-dp composition") == pure_only, text
+            if method in ("pld", "basic"):  # these name every kind they composed
+                assert all(kind in text for kind in kinds if kind != "pure" or method == "basic"), (method, text)
+    if pure_only:
+        report = ledger.report(0.0, guarantee="DP", sensitivity_assumption=ASSUMPTION)
+        assert report.epsilon == pytest.approx(ledger.epsilon(0.0, "basic"))
+        assert report.conversion == "none: pure epsilon-DP, delta = 0" and "Gaussian" not in report.composition
 
 
 def test_non_private_report_round_trips_with_strict_json():

@@ -1,0 +1,122 @@
+"""The frontier's tables and figure: final regret per (agent, epsilon, horizon), the first epsilon that beats uniform
+random play, and the regret-against-epsilon plot (``dpbandit.experiment.frontier`` runs the sweep).
+
+Input: the sweep's tidy table with :data:`RESULT_COLUMNS` (the runner's
+:data:`~dpbandit.experiment.results.COLUMNS` plus ``epsilon``, ``horizon`` and ``role``, "private" or "reference").
+Epsilon ``inf`` means noise off; it is printed "inf" and drawn at the right end of the log axis.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dpbandit.experiment.results import COLUMNS, mean_ci
+
+__all__ = ["RESULT_COLUMNS", "epsilon_text", "frontier_table", "first_epsilon_beating", "plot_frontier"]
+
+RESULT_COLUMNS = (*COLUMNS, "epsilon", "horizon", "role")
+
+
+def epsilon_text(eps: float) -> str:
+    """``"inf"`` for noise off, else ``f"{eps:g}"`` (labels, file names, manifests)."""
+    return "inf" if math.isinf(eps) else f"{eps:g}"
+
+
+def frontier_table(results: pd.DataFrame, reports: Mapping | None = None, level: float = 0.95) -> pd.DataFrame:
+    """Final cumulative regret per (agent, role, epsilon, horizon): mean, Student-t CI half-width, std, seeds.
+
+    ``results`` has :data:`RESULT_COLUMNS`; ``reports`` (optional) maps (agent, epsilon, horizon) to the privacy
+    report whose guarantee, accounted epsilon and delta are added.
+    """
+    last = results[results["t"] == results["horizon"]]
+    rows = []
+    for (agent, role, eps, T), g in last.groupby(["agent", "role", "epsilon", "horizon"], sort=False):
+        values = g["cumulative_regret"].to_numpy()
+        mean, half = mean_ci(values, level)
+        report = (reports or {}).get((agent, eps, T))
+        rows.append({
+            "agent": agent, "role": role, "epsilon": float(eps), "horizon": int(T), "seeds": int(values.size),
+            "final_regret_mean": mean, "final_regret_ci95": half,
+            "final_regret_std": float(values.std(ddof=1)) if values.size > 1 else 0.0,
+            "guarantee": report.guarantee if report is not None else "none",
+            "reported_epsilon": report.epsilon if report is not None else math.inf,
+            "delta": report.delta if report is not None else 0.0,
+        })
+    table = pd.DataFrame(rows)
+    return table.sort_values(["horizon", "role", "agent", "epsilon"], kind="stable").reset_index(drop=True)
+
+
+def first_epsilon_beating(frontier: pd.DataFrame, factor: float = 2.0, reference: str = "random") -> pd.DataFrame:
+    """Per (private agent, horizon): the smallest epsilon whose mean final regret is below ``reference``'s / factor
+    (NaN if none), with the regret ratio reference/agent at that epsilon."""
+    rows = []
+    for T, tab in frontier.groupby("horizon", sort=True):
+        ref = tab[(tab["role"] == "reference") & (tab["agent"] == reference)]
+        if ref.empty:
+            raise ValueError(f"reference agent {reference!r} is not in the frontier table")
+        ref_mean = float(ref["final_regret_mean"].iloc[0])
+        for agent, g in tab[tab["role"] == "private"].groupby("agent", sort=False):
+            g = g.sort_values("epsilon")
+            ok = g[g["final_regret_mean"] * factor < ref_mean]
+            eps = float(ok["epsilon"].iloc[0]) if len(ok) else math.nan
+            ratio = ref_mean / float(ok["final_regret_mean"].iloc[0]) if len(ok) else math.nan
+            rows.append({"agent": agent, "horizon": int(T), "factor": factor, "epsilon": eps,
+                         "ratio_at_epsilon": ratio, f"{reference}_regret": ref_mean})
+    return pd.DataFrame(rows)
+
+
+def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None = None) -> Path:
+    """Final regret against epsilon (log x; inf drawn at the right as "inf (noise off)"), CI bands, references as
+    horizontal bands; one panel per horizon. Returns the written path."""
+    from dpbandit.experiment.plots import plt, sns  # the Agg backend is selected there
+
+    horizons = sorted(frontier["horizon"].unique())
+    priv = frontier[frontier["role"] == "private"]
+    finite = sorted(e for e in priv["epsilon"].unique() if math.isfinite(e))
+    x_inf = (max(finite) if finite else 1.0) * 4.0
+    ticks = [*finite, *([x_inf] if (~np.isfinite(priv["epsilon"])).any() else [])]
+    agents = list(dict.fromkeys(frontier["agent"]))
+    palette = dict(zip(agents, sns.color_palette("colorblind", len(agents))))
+    guarantee = next((g for g in priv["guarantee"] if g != "none"), "JDP")
+    sns.set_theme(style="whitegrid", context="notebook")
+    fig, axes = plt.subplots(1, len(horizons), figsize=(5.6 * len(horizons), 4.6), squeeze=False)
+    for ax, T in zip(axes[0], horizons):
+        tab = frontier[frontier["horizon"] == T]
+        means = tab["final_regret_mean"].to_numpy()
+        floor = max(float(means[means > 0].min()) / 3.0 if (means > 0).any() else 1e-3, 1e-3)  # log-axis bottom
+        for agent, g in tab[tab["role"] == "private"].groupby("agent", sort=False):
+            g = g.sort_values("epsilon")
+            x = np.where(np.isfinite(g["epsilon"]), g["epsilon"], x_inf)
+            m, h = g["final_regret_mean"].to_numpy(), g["final_regret_ci95"].to_numpy()
+            ax.plot(x, np.maximum(m, floor), marker="o", color=palette[agent], label=f"{agent} (n={g['seeds'].min()})")
+            ax.fill_between(x, np.maximum(m - h, floor), m + h, color=palette[agent], alpha=0.2, linewidth=0)
+        for _, r in tab[tab["role"] == "reference"].iterrows():
+            m, h = r["final_regret_mean"], r["final_regret_ci95"]
+            label = "uniform random" if r["agent"] == "random" else f"{r['agent']} (non-private)"
+            ax.axhline(max(m, floor), color=palette[r["agent"]], linestyle="--", label=label)
+            ax.axhspan(max(m - h, floor), max(m + h, floor), color=palette[r["agent"]], alpha=0.12, linewidth=0)
+        ax.set_ylim(bottom=floor)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xticks(ticks)
+        ax.set_xticklabels([epsilon_text(e) for e in finite]
+                           + (["inf\n(noise off)"] if len(ticks) > len(finite) else []))
+        ax.minorticks_off()
+        ax.set_xlabel(f"{guarantee} ε")
+        ax.set_ylabel("final cumulative regret (95% CI)")
+        deltas = sorted(set(tab.loc[tab["guarantee"] != "none", "delta"]))
+        ax.set_title(f"T = {T:,}" + (f", δ = {deltas[0]:.3g}" if len(deltas) == 1 else ""))
+        ax.legend(loc="best", fontsize="small")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
