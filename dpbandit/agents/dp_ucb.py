@@ -209,9 +209,10 @@ class DPUCBCurator(Curator):
         self.n_arms = n_arms
         d = cal.dim
         noise = SymmetricGaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None
-        self._trees = [TreeAggregator((d + 1, d + 1), cal.horizon, noise, rng if noise else None)
-                       for _ in range(cal.n_models)]
-        self._zero = _frozen(np.zeros((d + 1, d + 1)))
+        # One tree over the stacked (M, d+1, d+1) items: every model's node noise is an independent symmetric draw
+        # (one vectorised draw per round), and a user's item changes at most two blocks (Frobenius <= sqrt(2) L~^2).
+        self._tree = TreeAggregator((cal.n_models, d + 1, d + 1), cal.horizon, noise, rng if noise else None)
+        self._item = np.zeros((cal.n_models, d + 1, d + 1))
         self._v = np.empty(d + 1)
         self._t = 0
         self._release = self._publish(range(cal.n_models), None)
@@ -230,13 +231,14 @@ class DPUCBCurator(Curator):
         v = self._v
         v[:d] = obs[arm]
         v[d] = cal.clip.clip(reward)
-        item = np.multiply.outer(v, v)
-        real = 0 if cal.n_models == 1 else arm  # the model whose tree gets the real item
-        # disjoint: zero items for the other arms' trees (one clock; their nodes still get fresh noise); with noise
+        real = 0 if cal.n_models == 1 else arm  # the model whose block gets the real item
+        # disjoint: zero items for the other arms' blocks (one clock; their nodes still get fresh noise); with noise
         # off a zero item changes nothing, so only the played arm's model is recomputed
+        item = self._item
+        item[real] = np.multiply.outer(v, v)
+        self._tree.add(item)
+        item[real] = 0.0
         changed = range(cal.n_models) if cal.sigma_n > 0 else (real,)
-        for k in changed:
-            self._trees[k].add(item if k == real else self._zero)
         self._t += 1
         self._release = self._publish(changed, self._release)
 
@@ -246,8 +248,9 @@ class DPUCBCurator(Curator):
         chol = np.empty((cal.n_models, d, d)) if previous is None else previous.cholesky.copy()
         theta = np.empty((cal.n_models, d)) if previous is None else previous.theta.copy()
         diag = np.arange(d)
+        released = self._tree.release()
         for k in changed:
-            N = self._trees[k].release()
+            N = released[k]
             V = N[:d, :d]
             V[diag, diag] += cal.shift
             # Cholesky V = C C^T and theta = V^{-1} u by LAPACK potrf/potrs (what scipy.linalg.cho_factor/cho_solve
@@ -268,8 +271,8 @@ class DPUCBCurator(Curator):
     def privacy_report(self):
         cal = self.cal
         ledger = PrivacyLedger(neighboring="replace-one")
-        form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm trees on one clock"
-        ledger.add_tree(self._trees[0], math.sqrt(2.0) * cal.l_tilde**2,
+        form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm blocks on one clock"
+        ledger.add_tree(self._tree, math.sqrt(2.0) * cal.l_tilde**2,
                         mechanism=f"DP-UCB Gram-matrix tree ({form}; sigma_n: {cal.calibration})")
         if cal.calibration == "none":
             return ledger.report(cal.delta, guarantee="none", sensitivity_assumption=cal.sensitivity_assumption,
@@ -279,9 +282,9 @@ class DPUCBCurator(Curator):
                 f"Upsilon = {cal.upsilon:.6g}, regulariser 2 Upsilon + lam = {cal.shift:.6g}, alpha = {cal.alpha:g}. "
                 "JDP by the billboard lemma: actions use only the releases and the user's own context.")
         if cal.n_models > 1:
-            note += (" Disjoint form: a user's data decides which arm's tree gets the real item; the change over all "
-                     "K trees is <= sqrt(2) L~^2 in Frobenius norm either way, so the K trees are one Gaussian "
-                     "mechanism, accounted once at the full budget.")
+            note += (" Disjoint form: a user's data decides which arm's block gets the real item; the change over all "
+                     "K blocks is <= sqrt(2) L~^2 in Frobenius norm either way, so the K blocks are one Gaussian "
+                     "mechanism (one tree), accounted once at the full budget.")
         return ledger.report(cal.delta, guarantee="JDP", sensitivity_assumption=cal.sensitivity_assumption,
                              note=note)
 

@@ -57,16 +57,17 @@ class TreeAccounting:
 
 
 def check_item_shape(shape: Any) -> tuple[int, ...]:
-    """An item shape: ``d`` or ``(d,)`` for vectors, ``(n, n)`` for square matrices; every size >= 1."""
+    """An item shape: ``d`` or ``(d,)`` for vectors, ``(n, n)`` for square matrices, ``(m, n, n)`` for a stack of m
+    square matrices (e.g. one Gram matrix per arm on one clock); every size >= 1."""
     if isinstance(shape, numbers.Integral) and not isinstance(shape, (bool, np.bool_)):
         shape = (shape,)
     if not isinstance(shape, tuple) or not all(
         isinstance(n, numbers.Integral) and not isinstance(n, (bool, np.bool_)) for n in shape
     ):
-        raise TypeError(f"shape must be an integer d or a tuple (d,) or (n, n) of integers, got {shape!r}")
+        raise TypeError(f"shape must be an integer d or a tuple (d,), (n, n) or (m, n, n) of integers, got {shape!r}")
     shape = tuple(int(n) for n in shape)
-    if len(shape) not in (1, 2) or any(n < 1 for n in shape) or (len(shape) == 2 and shape[0] != shape[1]):
-        raise ValueError(f"shape must be (d,) or a square (n, n) with sizes >= 1, got {shape!r}")
+    if len(shape) not in (1, 2, 3) or any(n < 1 for n in shape) or (len(shape) >= 2 and shape[-1] != shape[-2]):
+        raise ValueError(f"shape must be (d,), a square (n, n) or a stack (m, n, n) with sizes >= 1, got {shape!r}")
     return shape
 
 
@@ -79,8 +80,8 @@ def check_noise(noise: Any, shape: tuple[int, ...]) -> Noise | None:
         raise TypeError(f"noise must be a dpbandit.privacy.noise.Noise or None, got {type(noise).__name__}")
     if isinstance(noise, (GammaNormNoise, GeneralizedGaussianNoise)) and len(shape) != 1:
         raise ValueError(f"noise {noise.name!r} is a vector noise and needs vector items (d,), got shape {shape}")
-    if isinstance(noise, SymmetricGaussianNoise) and len(shape) != 2:
-        raise ValueError(f"noise {noise.name!r} needs square matrix items (n, n), got shape {shape}")
+    if isinstance(noise, SymmetricGaussianNoise) and len(shape) < 2:
+        raise ValueError(f"noise {noise.name!r} needs square matrix items (n, n) or (m, n, n), got shape {shape}")
     return noise
 
 

@@ -86,7 +86,7 @@ def test_disjoint_ledger_accounts_the_per_arm_trees_as_one_mechanism():
     report = DPUCB(constants(K=4, T=1000, structure="disjoint"), epsilon=2.0, delta=1e-5).privacy_report()
     assert report.guarantee == "JDP" and len(report.events) == 1
     assert 2.0 * (1 - 1e-3) <= report.epsilon <= 2.0 * (1 + 1e-9)
-    assert "4 per-arm trees on one clock" in report.mechanisms[0] and "which arm's tree" in report.note
+    assert "4 per-arm blocks on one clock" in report.mechanisms[0] and "which arm" in report.note
 
 
 def test_noise_off_reports_no_guarantee():
@@ -126,7 +126,7 @@ def test_gram_tree_noise_is_symmetric_with_e5_variances():
     for seed in range(200):
         curator = DPUCBCurator(cal, K, stream(seed, "privacy"))
         curator.observe(obs, 0, 0.3)
-        raw = curator._trees[0].release()
+        raw = curator._tree.release()[0]
         assert np.array_equal(raw, raw.T)  # exactly symmetric
         # the published release reconstructs the noisy Gram block and response column
         r = curator.release()
@@ -176,7 +176,7 @@ def test_disjoint_zero_items_and_shared_clock():
     noisy = DPUCB(c, epsilon=1.0)
     before = noisy._release.cholesky.copy()
     noisy.update(obs, 2, 1.0, {})
-    assert all(tree.t == 1 for tree in noisy.curator._trees)  # every arm's tree got an item: one clock
+    assert noisy.curator._tree.t == 1 and noisy.curator._tree.shape[0] == 3  # one clock, one block per arm
     assert np.all(np.any(noisy._release.cholesky != before, axis=(1, 2)))  # every tree released fresh noise
 
 

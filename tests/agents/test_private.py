@@ -167,7 +167,7 @@ def test_dpucb_action_unchanged_when_curator_history_is_altered_after_a_release(
     observations = [rng.normal(size=(3, 4)) / 2 for _ in range(25)]
     before = [agent.act(o) for o in observations]
     # alter the raw data the curator holds (every tree node, sums and noise) and feed it other users
-    for tree in agent.curator._trees:
+    for tree in [agent.curator._tree]:
         tree._alpha[...] = rng.normal(size=tree._alpha.shape) * 1e3
         tree._suffix[...] = rng.normal(size=tree._suffix.shape) * 1e3
     assert [agent.act(o) for o in observations] == before
@@ -185,7 +185,7 @@ def test_releases_are_read_only_and_share_no_memory_with_the_curator(structure):
     release = agent._release
     arrays = [v for v in vars(release).values() if isinstance(v, np.ndarray)]
     assert arrays
-    state = [a for tree in agent.curator._trees for a in (tree._alpha, tree._suffix)]
+    state = [agent.curator._tree._alpha, agent.curator._tree._suffix]
     for a in arrays:
         assert not a.flags.writeable
         with pytest.raises(ValueError):

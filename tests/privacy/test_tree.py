@@ -248,7 +248,8 @@ RNG = np.random.default_rng(0)
 @pytest.mark.parametrize(("kwargs", "error", "match"), [
     (dict(shape=0, horizon=5), ValueError, "shape"),
     (dict(shape=(2, 3), horizon=5), ValueError, "shape"),
-    (dict(shape=(2, 2, 2), horizon=5), ValueError, "shape"),
+    (dict(shape=(2, 2, 3), horizon=5), ValueError, "shape"),
+    (dict(shape=(2, 2, 2, 2), horizon=5), ValueError, "shape"),
     (dict(shape="3", horizon=5), TypeError, "shape"),
     (dict(shape=(1.5,), horizon=5), TypeError, "shape"),
     (dict(shape=True, horizon=5), TypeError, "shape"),
