@@ -20,6 +20,8 @@ loss on the domain). Build one with :func:`make_domain`.
 
 from __future__ import annotations
 
+import abc
+
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -201,36 +203,37 @@ def _lp_ball_newton(y: np.ndarray, p: float, radius: float, max_iter: int = 100)
 # -- domains ------------------------------------------------------------------------------------------------------
 
 
-class Domain:
+class Domain(abc.ABC):
     """A compact convex set in R^d with its Euclidean projection (subclasses are frozen dataclasses)."""
 
     name: ClassVar[str]
     #: Whether the set is a polytope given by its vertices (a linear oracle over it is a vertex search).
     polytope: ClassVar[bool] = False
 
+    @abc.abstractmethod
     def project(self, v: Any) -> np.ndarray:
         """Euclidean projection of ``v`` (..., d) onto the set."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def diameter(self, d: int) -> float:
         """``D = max_{x, y in C} ||x - y||_2`` in dimension ``d``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def max_norm(self, d: int) -> float:
         """``max_{x in C} ||x||_2``: with ``||x||_2 <= b`` features, ``|x^T theta| <= b * max_norm``."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def center(self, d: int) -> np.ndarray:
         """A data-independent starting point in the set, shape (d,)."""
-        raise NotImplementedError
 
     def contains(self, v: Any, atol: float = 1e-9) -> bool:
         """Whether ``v`` (d,) lies in the set up to ``atol`` (distance to its projection)."""
         v = np.asarray(v, dtype=float)
         return bool(np.all(np.isfinite(v))) and float(np.linalg.norm(v - self.project(v))) <= atol
 
+    @abc.abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError
+        """A short text naming the set, e.g. ``"l2 ball of radius 1"``."""
 
 
 @dataclass(frozen=True)
