@@ -31,7 +31,7 @@ import dp_accounting
 import numpy as np
 from dp_accounting import rdp as dp_rdp
 
-from dpbandit.optim.frank_wolfe import CALIBRATIONS, PublishedSettingWarning, _PublishedGGPlus, calibrate_gg
+from dpbandit.optim.gg_calibration import CALIBRATIONS, PublishedGGPlus, PublishedSettingWarning, calibrate_gg
 from dpbandit.optim.losses import Loss
 from dpbandit.optim.oracles import dual_exponent, lp_ball_lmo, lp_ball_projection, lp_norm
 from dpbandit.optim.protocol import StreamingLearner
@@ -182,7 +182,7 @@ class NoisySFW(_BatchLearner):
             log_term = math.sqrt(kappa * math.log(1.0 / self.delta))
             s0 = 4.0 * math.sqrt(2.0) * log_term * self.lipschitz / (n * self.epsilon)
             s1 = math.sqrt(32.0 * diameter**2 * self.eta**2 / n) * log_term / self.epsilon
-            self.noises = (_PublishedGGPlus(s0, r), _PublishedGGPlus(s1, r))
+            self.noises = (PublishedGGPlus(s0, r), PublishedGGPlus(s1, r))
             return
         self.smoothness = self.loss.smoothness(self.feature_bound)
         self.sensitivities = (2.0 * self.lipschitz / self.batch0,
