@@ -22,6 +22,7 @@ ridge gradient ``mu theta`` cancelled, hence never larger than the spec's value.
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import Any
 
@@ -227,11 +228,13 @@ class OCPAlgorithm(ConstrainedLearner):
         self._x = self._step(x, y, eta)
         self._sensitivity = min(self.diameter, max(fresh, contraction * self._sensitivity))
 
+    @abc.abstractmethod
     def _step(self, x: np.ndarray, y: float, eta: float) -> np.ndarray:
-        raise NotImplementedError
+        """The next iterate from sample (x, y) with step size ``eta`` (IGD: implicit step; GIGA: projected)."""
 
+    @abc.abstractmethod
     def _sensitivity_step(self, eta: float) -> tuple[float, float]:
-        raise NotImplementedError
+        """``(fresh, contraction)`` of this step's sensitivity recursion (spec/private-oco-learners.md §5.1)."""
 
 
 class IGD(OCPAlgorithm):

@@ -26,6 +26,7 @@ Shapes: iterates and gradients ``(d,)``; ``report`` also accepts stacks ``(n, d)
 
 from __future__ import annotations
 
+import abc
 import logging
 import math
 from typing import Any, ClassVar
@@ -275,8 +276,9 @@ class LDPLearner(StreamingLearner):
         feedback = report + self.mu * self.predict() if self.mu else report
         self._learn(feedback)
 
+    @abc.abstractmethod
     def _learn(self, feedback: np.ndarray) -> None:
-        raise NotImplementedError
+        """Update the learner's state from one (privatised, regularised) gradient ``(d,)``."""
 
     # -- privacy --------------------------------------------------------------------------------------------------
 
