@@ -23,58 +23,26 @@ Calibrations (the report says which):
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 
-import dp_accounting
 import numpy as np
-from dp_accounting import rdp as dp_rdp
 
 from dpbandit.optim.gg_calibration import CALIBRATIONS, PublishedGGPlus, PublishedSettingWarning, calibrate_gg
 from dpbandit.optim.losses import Loss
 from dpbandit.optim.oracles import dual_exponent, lp_ball_lmo, lp_ball_projection, lp_norm
 from dpbandit.optim.protocol import StreamingLearner
+from dpbandit.optim.subsampled import (
+    subsampled_gaussian_epsilon,
+    subsampled_gaussian_multiplier,
+    subsampled_report,
+)
 from dpbandit.privacy.calibrate import kappa_regular_constants
 from dpbandit.privacy.ledger import PrivacyLedger
-from dpbandit.privacy.report import CORRECT, PUBLISHED_CODE_SETTING, PrivacyReport
+from dpbandit.privacy.report import CORRECT, PUBLISHED_CODE_SETTING
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
 
 __all__ = ["NoisySFW", "NoisySGD", "LocalMD", "subsampled_gaussian_epsilon", "subsampled_gaussian_multiplier"]
-
-#: RDP orders of the subsampled-Gaussian accounting (any order set gives a valid bound; this one is fast).
-RDP_ORDERS: tuple[float, ...] = (1.5, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64)
-_RDP_NOTE = "dp_accounting RdpAccountant, SampledWithoutReplacementDpEvent, REPLACE_ONE"
-
-
-def subsampled_gaussian_epsilon(n: int, batch: int, multiplier: float, steps: int, delta: float) -> float:
-    """epsilon at ``delta`` of ``steps`` Gaussian steps (noise ``multiplier`` x replace-one l2 sensitivity), each on
-    ``batch`` points drawn without replacement from ``n`` (RDP, :data:`RDP_ORDERS`)."""
-    acc = dp_rdp.RdpAccountant(orders=list(RDP_ORDERS),
-                               neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
-    event = dp_accounting.SampledWithoutReplacementDpEvent(n, batch, dp_accounting.GaussianDpEvent(multiplier))
-    acc.compose(event, steps)
-    return float(acc.get_epsilon(delta))
-
-
-@functools.lru_cache(maxsize=256)
-def subsampled_gaussian_multiplier(n: int, batch: int, steps: int, epsilon: float, delta: float) -> float:
-    """The smallest noise multiplier (to a relative 1e-4, rounded up) whose accounted epsilon is <= ``epsilon``."""
-    def ok(z: float) -> bool:
-        return subsampled_gaussian_epsilon(n, batch, z, steps, delta) <= epsilon
-
-    lo = hi = 1.0
-    if ok(hi):
-        while ok(lo):
-            hi, lo = lo, lo / 2.0
-    else:
-        while not ok(hi):
-            lo, hi = hi, 2.0 * hi
-    while hi / lo > 1.0 + 1e-4:
-        mid = math.sqrt(lo * hi)
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return hi
-
 
 class _BatchLearner(StreamingLearner):
     """Shared parameters, clipping and per-batch gradients of the baselines."""
@@ -247,21 +215,6 @@ class NoisySFW(_BatchLearner):
             note=f"calibration {self.calibration} (spec/han-frank-wolfe.md §7.1; errata E1)")
 
 
-def _subsampled_report(learner, multipliers, epsilons, mechanism: str, assumption: str) -> PrivacyReport:
-    if learner.published:
-        return PrivacyReport(guarantee="none", epsilon=math.inf, delta=learner.delta, mechanisms=(mechanism,),
-                             calibration_mode=PUBLISHED_CODE_SETTING, sensitivity_assumption=assumption,
-                             note="published code setting: not a private run")
-    eps = max(epsilons)
-    note = (f"calibration {learner.calibration}; accounted epsilon {eps:.6g}"
-            + ("" if eps <= learner.epsilon * (1 + 1e-6) else f" EXCEEDS the configured epsilon {learner.epsilon:g}"))
-    return PrivacyReport(guarantee="DP", epsilon=eps, delta=learner.delta, mechanisms=(mechanism,),
-                         noise_multiplier=min(multipliers), sensitivity_assumption=assumption,
-                         composition=f"RDP composition of subsampled Gaussian steps ({_RDP_NOTE}); disjoint "
-                                     "phases/batches compose in parallel", conversion="RDP->DP (dp_accounting)",
-                         note=note)
-
-
 class NoisySGD(_BatchLearner):
     """NoisySGD (Bassily–Feldman–Guzmán–Talwar 2020, Alg. 2, as coded; ``spec/han-frank-wolfe.md`` §7.3).
 
@@ -325,7 +278,7 @@ class NoisySGD(_BatchLearner):
         self._theta = total / self.steps
 
     def privacy_report(self):
-        return _subsampled_report(
+        return subsampled_report(
             self, [self.multiplier], [self.accounted_epsilon], "NoisySGD: Gaussian steps on one uniform sample",
             f"gradients clipped to ||g||_q <= L0={self.lipschitz:g}; l2 sensitivity {self._l2_sensitivity():.4g}; "
             f"sigma={self.sigma:.6g}, {self.steps} steps")
@@ -416,7 +369,7 @@ class LocalMD(_BatchLearner):
         self._n = 0
 
     def privacy_report(self):
-        return _subsampled_report(
+        return subsampled_report(
             self, [ph["multiplier"] for ph in self.phases] or [math.inf],
             [ph["epsilon"] for ph in self.phases] or [0.0], "LocalMD: subsampled Gaussian mirror-descent steps",
             f"gradients clipped to ||g||_q <= L0={self.lipschitz:g}; l2 sensitivity {self._l2_sensitivity():.4g}/b_i")
