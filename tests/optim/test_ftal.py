@@ -27,42 +27,7 @@ from dpbandit.privacy.audit import audit
 from dpbandit.privacy.tree import popcount
 from dpbandit.privacy.window import WindowTree
 from dpbandit.seeding import stream
-
-HALF_SQUARED = SquaredLoss(0.5)
-
-
-def sphere_stream(seed: int, T: int, d: int = 5, norm: float = 0.5):
-    """x_t uniform on the unit sphere, y_t = x_t^T theta* with ||theta*|| = norm (noiseless labels)."""
-    g = np.random.default_rng(seed)
-    theta = g.standard_normal(d)
-    theta *= norm / np.linalg.norm(theta)
-    x = g.standard_normal((T, d))
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x, x @ theta
-
-
-def ball_minimiser(A, b, radius):
-    w, Q = np.linalg.eigh(A)
-    bq = Q.T @ b
-    if np.linalg.norm(bq / w) <= radius:
-        return Q @ (bq / w)
-    lo, hi = 0.0, np.linalg.norm(b) / radius
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if np.linalg.norm(bq / (w + mid)) > radius else (lo, mid)
-    return Q @ (bq / (w + hi))
-
-
-def regret(learner, x, y, mu, radius=1.0) -> float:
-    total = 0.0
-    for xt, yt in zip(x, y):
-        w = learner.predict()
-        total += 0.5 * (xt @ w - yt) ** 2 + 0.5 * mu * w @ w
-        learner.update(xt, yt)
-    T = len(y)
-    best = ball_minimiser(x.T @ x + mu * T * np.eye(x.shape[1]), x.T @ y, radius)
-    return total - (0.5 * np.sum((x @ best - y) ** 2) + 0.5 * mu * T * best @ best)
-
+from tests.optim.ridge_streams import HALF_SQUARED, regret, sphere_stream
 
 def both(**kwargs):
     """A PFTAL and a WDP-COCOP with the same parameters (window 8)."""

@@ -28,19 +28,7 @@ from dpbandit.optim.quadratic_ftl import PQFTL, ball_quadratic_argmin, ball_quad
 from dpbandit.privacy.audit import audit
 from dpbandit.privacy.calibrate import gaussian_sigma_analytic
 from dpbandit.seeding import stream
-
-HALF_SQUARED = SquaredLoss(0.5)
-
-
-def sphere_stream(seed: int, T: int, d: int = 5, norm: float = 0.5):
-    """x_t uniform on the unit sphere, y_t = x_t^T theta* with ||theta*|| = norm (noiseless labels)."""
-    g = np.random.default_rng(seed)
-    theta = g.standard_normal(d)
-    theta *= norm / np.linalg.norm(theta)
-    x = g.standard_normal((T, d))
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    return x, x @ theta
-
+from tests.optim.ridge_streams import HALF_SQUARED, regret as _regret, sphere_stream
 
 def ball_minimiser(A, b, radius):
     """argmin_{||w|| <= radius} 1/2 w^T A w - b^T w by bisection on the multiplier (independent reference)."""
@@ -56,14 +44,7 @@ def ball_minimiser(A, b, radius):
 
 
 def regret(learner, x, y, mu, radius=1.0) -> float:
-    total = 0.0
-    for xt, yt in zip(x, y):
-        w = learner.predict()
-        total += 0.5 * (xt @ w - yt) ** 2 + 0.5 * mu * w @ w
-        learner.update(xt, yt)
-    T = len(y)
-    best = ball_minimiser(x.T @ x + mu * T * np.eye(x.shape[1]), x.T @ y, radius)
-    return total - (0.5 * np.sum((x @ best - y) ** 2) + 0.5 * mu * T * best @ best)
+    return _regret(learner, x, y, mu, radius, minimiser=ball_minimiser)
 
 
 def test_ball_quadratic_argmin_is_exact():

@@ -12,34 +12,12 @@ from dpbandit.privacy.noise import (
     GaussianNoise,
     GeneralizedGaussianNoise,
     LaplaceNoise,
-    Noise,
     SymmetricGaussianNoise,
 )
 from dpbandit.privacy.tree import TreeAggregator, popcount, tree_depth
+from tests.privacy.counter_noise import CounterNoise
 
 P_FAIL = 1e-6
-
-
-class CounterNoise(Noise):
-    """Deterministic 'noise': the k-th draw is the unit vector e_k, so a release shows which draws it sums and with
-    which coefficients."""
-
-    def __init__(self) -> None:
-        self.draws = 0
-
-    @property
-    def name(self) -> str:
-        return "counter"
-
-    def sample(self, rng, shape):
-        n = int(np.prod(shape[:-1]))
-        out = np.zeros((n, shape[-1]))
-        out[np.arange(n), self.draws + np.arange(n)] = 1.0
-        self.draws += n
-        return out.reshape(shape)
-
-    def describe(self) -> dict:
-        return {"name": self.name}
 
 
 def lowbit(k: int) -> int:

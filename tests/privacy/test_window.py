@@ -11,29 +11,9 @@ import pytest
 from scipy import stats
 
 from dpbandit.privacy.ledger import PrivacyLedger, calibrate_window_sigma
-from dpbandit.privacy.noise import GaussianNoise, LaplaceNoise, Noise, SymmetricGaussianNoise
+from dpbandit.privacy.noise import GaussianNoise, LaplaceNoise, SymmetricGaussianNoise
 from dpbandit.privacy.window import WindowTree, window_block, window_cover
-
-
-class CounterNoise(Noise):
-    """The k-th draw is the unit vector e_k (see tests/privacy/test_tree.py)."""
-
-    def __init__(self) -> None:
-        self.draws = 0
-
-    @property
-    def name(self) -> str:
-        return "counter"
-
-    def sample(self, rng, shape):
-        n = int(np.prod(shape[:-1]))
-        out = np.zeros((n, shape[-1]))
-        out[np.arange(n), self.draws + np.arange(n)] = 1.0
-        self.draws += n
-        return out.reshape(shape)
-
-    def describe(self) -> dict:
-        return {"name": self.name}
+from tests.privacy.counter_noise import CounterNoise
 
 
 @pytest.mark.parametrize("window", [1, 2, 5, 16])
