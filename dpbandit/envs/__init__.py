@@ -12,6 +12,7 @@ import gymnasium
 
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.envs.datasets import DATASETS, ClassificationBanditEnv
+from dpbandit.envs.regression import REGRESSION_DATASETS, RegressionBanditEnv
 from dpbandit.envs.glm import GLMBanditEnv, default_kwargs
 from dpbandit.envs.presets import PRESETS
 
@@ -21,12 +22,15 @@ __all__ = [
     "DATASETS",
     "GLMBanditEnv",
     "PRESETS",
+    "REGRESSION_DATASETS",
+    "RegressionBanditEnv",
     "register_presets",
     "registered_envs",
 ]
 
 _ENTRY_POINT = "dpbandit.envs.glm:GLMBanditEnv"
 _DATA_ENTRY_POINT = "dpbandit.envs.datasets:ClassificationBanditEnv"
+_REGRESSION_ENTRY_POINT = "dpbandit.envs.regression:RegressionBanditEnv"
 _NAMESPACE = "dpbandit"
 #: Real-data environments (multiclass-to-bandit over scikit-learn's bundled datasets).
 DATA_PRESETS: dict[str, dict[str, Any]] = {
@@ -35,14 +39,25 @@ DATA_PRESETS: dict[str, dict[str, Any]] = {
     "dpbandit/BreastCancer-v0": {"dataset": "breast_cancer"},
     "dpbandit/Iris-v0": {"dataset": "iris"},
 }
+#: Regression-to-bandit environments (K candidate predictions scored by a reward function).
+REGRESSION_PRESETS: dict[str, dict[str, Any]] = {"dpbandit/Diabetes-v0": {"dataset": "diabetes"}}
+#: Your own data: ``gymnasium.make(id, data="file.csv", target="column")`` (or ``X=``, ``y=``); no default data.
+USER_DATA: dict[str, str] = {
+    "dpbandit/Classification-v0": "dpbandit.envs.datasets:classification_from_data",
+    "dpbandit/Regression-v0": "dpbandit.envs.regression:regression_from_data",
+}
 
 
 def register_presets() -> None:
     """Register every preset with ``gymnasium.register``; ids already registered are left unchanged."""
-    for presets, entry_point in ((PRESETS, _ENTRY_POINT), (DATA_PRESETS, _DATA_ENTRY_POINT)):
+    for presets, entry_point in ((PRESETS, _ENTRY_POINT), (DATA_PRESETS, _DATA_ENTRY_POINT),
+                                 (REGRESSION_PRESETS, _REGRESSION_ENTRY_POINT)):
         for env_id, kwargs in presets.items():
             if env_id not in gymnasium.registry:
                 gymnasium.register(id=env_id, entry_point=entry_point, kwargs=dict(kwargs))
+    for env_id, entry_point in USER_DATA.items():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, entry_point=entry_point)
 
 
 def registered_envs() -> dict[str, dict[str, Any]]:

@@ -141,7 +141,11 @@ class GLMBanditEnv(gym.Env):
         reward_clip: float | None = None,
         full_information: bool = False,
         instance_seed: int | None = None,
+        render_mode: str | None = None,
     ):
+        if render_mode is not None:
+            raise ValueError(f"render_mode must be None (this environment does not render), got {render_mode!r}")
+        self.render_mode = None
         K = check_int("n_arms", n_arms, low=2)
         d = check_int("dim", dim, low=1)
         T = check_int("horizon", horizon, low=1)
@@ -371,5 +375,5 @@ def default_kwargs() -> dict[str, Any]:
     return {
         name: p.default
         for name, p in inspect.signature(GLMBanditEnv.__init__).parameters.items()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and name != "render_mode"
     }

@@ -282,4 +282,9 @@ def load_config(path: str | Path) -> ExperimentConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
+    for env in [data.get("env")] + list(data.get("envs") or []):  # a data file is found next to the TOML file
+        if isinstance(env, dict) and isinstance(env.get("data"), str) and not Path(env["data"]).is_absolute():
+            beside = path.parent / env["data"]
+            if beside.is_file():
+                env["data"] = str(beside.resolve())
     return ExperimentConfig.from_dict(data)
