@@ -8,6 +8,7 @@
     dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
     dpbandit frontier [--quick]        privacy-regret frontier: final regret vs epsilon, with random/non-private lines
     dpbandit oco [--quick] [--fresh]   regret of the private OCO learners against the best point in hindsight
+    dpbandit replay LOG --agent TYPE   evaluate agents on logged data (replay, IPS, doubly robust)
     dpbandit envs                      registered environments with their parameters
     dpbandit agents                    available agent types
 """
@@ -154,11 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     frontier.add_argument("options", nargs=argparse.REMAINDER, help="options of the frontier (--quick, --help)")
+
+    replay = sub.add_parser("replay", help="evaluate agents on logged bandit data (replay, IPS, DR; --help)",
+                            add_help=False)
+    replay.add_argument("options", nargs=argparse.REMAINDER, help="LOG file and options (--agent TYPE, --help)")
     return parser
 
 
 #: Subcommands with parsers of their own: everything after the name (``--help`` included) goes to their main().
-_DELEGATED = {"oco": "dpbandit.experiment.oco", "frontier": "dpbandit.experiment.frontier"}
+_DELEGATED = {"oco": "dpbandit.experiment.oco", "frontier": "dpbandit.experiment.frontier",
+              "replay": "dpbandit.experiment.replay_cli"}
 
 
 def _cmd_delegated(args: argparse.Namespace) -> int:

@@ -1,0 +1,258 @@
+"""Logged bandit data: a table of (context, action, reward, propensity) rounds, its files, and how to make one.
+
+:class:`LoggedData` holds ``n`` logged rounds of a K-action bandit:
+
+* ``context`` ``(n, d)``: the user's features (the observation of every arm, disjoint structure);
+* ``action`` ``(n,)`` integers in ``[0, K)``: the logged (behaviour) policy's action;
+* ``reward`` ``(n,)``: the observed reward of that action;
+* ``pscore`` ``(n,)`` in ``(0, 1]`` or None: the probability the logging policy gave that action (the propensity).
+
+It reads and writes the *bandit-feedback dict* of Open Bandit Pipeline (OBP) without depending on it
+(:meth:`LoggedData.from_obp`, :meth:`LoggedData.to_obp`): keys ``n_rounds``, ``n_actions``, ``action``,
+``reward``, ``pscore``, ``context``, and optionally ``position`` (slot of a ranking, 0-based; dpbandit evaluates
+single-slot logs only, so every position must be 0), ``action_context`` ``(K, d_a)`` (carried through, not used),
+``expected_reward`` ``(n, K)`` and ``pi_b`` (kept when present). Files: ``.npz`` (the OBP dict saved with
+``numpy.savez``) and ``.csv``/``.parquet`` tables with columns ``action``, ``reward``, ``pscore`` (or
+``propensity``), optionally ``position``, and every other column a context feature (:func:`read_logged`,
+:meth:`LoggedData.write`).
+
+:func:`log_policy` plays uniform-random (or any) actions in a dpbandit environment and records the log, for tests
+and for studying estimators against a known truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dpbandit.seeding import stream
+from dpbandit.validation import check_int
+
+__all__ = ["LoggedData", "read_logged", "log_policy", "LOG_SUFFIXES"]
+
+#: File types :func:`read_logged` reads.
+LOG_SUFFIXES: tuple[str, ...] = (".npz", ".csv", ".parquet")
+_RESERVED = ("action", "reward", "pscore", "propensity", "position")
+
+
+@dataclass(frozen=True, eq=False)
+class LoggedData:
+    """``n`` logged rounds of a ``n_actions``-armed contextual bandit (see the module docstring for the fields).
+
+    Validated on construction: ``context`` 2-D finite, ``action`` integers in ``[0, n_actions)``, ``reward`` finite,
+    ``pscore`` in ``(0, 1]``; every per-round array has ``n`` entries.
+    """
+
+    context: np.ndarray
+    action: np.ndarray
+    reward: np.ndarray
+    n_actions: int
+    pscore: np.ndarray | None = None
+    action_context: np.ndarray | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ctx = np.asarray(self.context, dtype=np.float64)
+        if ctx.ndim == 1:
+            ctx = ctx[:, None]
+        if ctx.ndim != 2 or ctx.shape[0] < 1:
+            raise ValueError(f"context must have shape (n_rounds, d) with n_rounds >= 1, got {ctx.shape}")
+        if not np.isfinite(ctx).all():
+            raise ValueError("context must be finite (no NaN or inf)")
+        n = ctx.shape[0]
+        k = check_int("n_actions", self.n_actions, low=2)
+        action = np.asarray(self.action)
+        if action.shape != (n,) or not np.issubdtype(action.dtype, np.integer) and not (
+            np.issubdtype(action.dtype, np.floating) and np.all(action == np.round(action))
+        ):
+            raise ValueError(f"action must be {n} integers (one per round), got shape {action.shape}, "
+                             f"dtype {action.dtype}")
+        action = action.astype(np.int64)
+        if action.min() < 0 or action.max() >= k:
+            raise ValueError(f"action must lie in [0, n_actions) = [0, {k}), got values in "
+                             f"[{action.min()}, {action.max()}]")
+        reward = np.asarray(self.reward, dtype=np.float64)
+        if reward.shape != (n,) or not np.isfinite(reward).all():
+            raise ValueError(f"reward must be {n} finite numbers (one per round), got shape {reward.shape}")
+        pscore = None
+        if self.pscore is not None:
+            pscore = np.asarray(self.pscore, dtype=np.float64)
+            if pscore.shape != (n,) or not (np.all(pscore > 0) and np.all(pscore <= 1)):
+                raise ValueError(f"pscore must be {n} probabilities in (0, 1] (the logging policy's probability of "
+                                 "the logged action)")
+        for name, value in (("context", ctx), ("action", action), ("reward", reward), ("pscore", pscore)):
+            if value is not None:
+                value.flags.writeable = False
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "n_actions", k)
+        if self.action_context is not None:
+            object.__setattr__(self, "action_context", np.asarray(self.action_context))
+        object.__setattr__(self, "extra", dict(self.extra))
+
+    @property
+    def n_rounds(self) -> int:
+        return int(self.context.shape[0])
+
+    @property
+    def dim(self) -> int:
+        return int(self.context.shape[1])
+
+    @property
+    def uniform(self) -> bool:
+        """True when every logged propensity is ``1/K`` (a uniformly random logging policy)."""
+        return self.pscore is not None and bool(np.allclose(self.pscore, 1.0 / self.n_actions, rtol=1e-9, atol=0))
+
+    # -- Open Bandit Pipeline's bandit-feedback dict ------------------------------------------------------------------
+
+    @classmethod
+    def from_obp(cls, feedback: dict) -> "LoggedData":
+        """From OBP's bandit-feedback dict (``obtain_batch_bandit_feedback()``); ``n_rounds`` must match the arrays
+        and every ``position`` must be 0 (single-slot logs)."""
+        if not isinstance(feedback, dict):
+            raise TypeError(f"feedback must be a dict (OBP's bandit feedback), got {type(feedback).__name__}")
+        missing = [k for k in ("n_actions", "action", "reward", "context") if feedback.get(k) is None]
+        if missing:
+            raise ValueError(f"bandit feedback lacks {missing}; needs n_actions, action, reward, context "
+                             "(and pscore for propensity-based estimates)")
+        position = feedback.get("position")
+        if position is not None and np.any(np.asarray(position) != 0):
+            raise ValueError("position must be 0 for every round: dpbandit evaluates single-slot logs (select the "
+                             "rounds of one position first)")
+        data = cls(context=feedback["context"], action=feedback["action"], reward=feedback["reward"],
+                   n_actions=_scalar(feedback["n_actions"]), pscore=feedback.get("pscore"),
+                   action_context=feedback.get("action_context"),
+                   extra={k: np.asarray(feedback[k]) for k in ("expected_reward", "pi_b") if feedback.get(k) is not None})
+        if "n_rounds" in feedback and _scalar(feedback["n_rounds"]) != data.n_rounds:
+            raise ValueError(f"n_rounds = {_scalar(feedback['n_rounds'])} does not match the {data.n_rounds} logged "
+                             "rounds")
+        return data
+
+    def to_obp(self) -> dict:
+        """OBP's bandit-feedback dict (``position`` all 0; ``action_context`` the identity when none was logged)."""
+        out = {
+            "n_rounds": self.n_rounds,
+            "n_actions": self.n_actions,
+            "action": self.action.copy(),
+            "position": np.zeros(self.n_rounds, dtype=np.int64),
+            "reward": self.reward.copy(),
+            "pscore": None if self.pscore is None else self.pscore.copy(),
+            "context": self.context.copy(),
+            "action_context": np.eye(self.n_actions) if self.action_context is None else self.action_context.copy(),
+        }
+        out.update({k: v.copy() for k, v in self.extra.items()})
+        return out
+
+    # -- files ---------------------------------------------------------------------------------------------------------
+
+    def to_frame(self):
+        """A pandas table: ``context_0 .. context_{d-1}``, ``action``, ``reward`` and ``pscore`` (when logged)."""
+        import pandas as pd
+
+        frame = pd.DataFrame(self.context, columns=[f"context_{j}" for j in range(self.dim)])
+        frame["action"] = self.action
+        frame["reward"] = self.reward
+        if self.pscore is not None:
+            frame["pscore"] = self.pscore
+        return frame
+
+    def write(self, path: str | Path) -> Path:
+        """Write ``.npz`` (the OBP dict; ``pscore`` omitted when not logged) or a ``.csv``/``.parquet`` table."""
+        path = Path(path)
+        suffix = _check_suffix(path)
+        if suffix == ".npz":
+            np.savez(path, **{k: v for k, v in self.to_obp().items() if v is not None})
+        elif suffix == ".csv":
+            self.to_frame().to_csv(path, index=False)
+        else:
+            _parquet(lambda: self.to_frame().to_parquet(path))
+        return path
+
+
+def _scalar(value: Any) -> int:
+    arr = np.asarray(value)
+    if arr.size != 1:
+        raise ValueError(f"expected a single integer, got {value!r}")
+    return int(arr.reshape(()))
+
+
+def _check_suffix(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in LOG_SUFFIXES:
+        raise ValueError(f"log file must end in {', '.join(LOG_SUFFIXES)}, got {str(path)!r}")
+    return suffix
+
+
+def _parquet(call):
+    try:
+        return call()
+    except ImportError:
+        raise ValueError("parquet files need pyarrow: pip install 'dpbandit[parquet]'") from None
+
+
+def read_logged(path: str | Path, n_actions: int | None = None) -> LoggedData:
+    """Read a log file (see the module docstring). For tables, ``n_actions`` defaults to ``max(action) + 1``."""
+    import pandas as pd
+
+    path = Path(path)
+    suffix = _check_suffix(path)
+    if not path.is_file():
+        raise ValueError(f"log file {str(path)!r} does not exist")
+    if suffix == ".npz":
+        with np.load(path, allow_pickle=False) as npz:
+            feedback = {k: npz[k] for k in npz.files}
+        if n_actions is not None:
+            feedback["n_actions"] = n_actions
+        return LoggedData.from_obp(feedback)
+    frame = pd.read_csv(path) if suffix == ".csv" else _parquet(lambda: pd.read_parquet(path))
+    missing = [c for c in ("action", "reward") if c not in frame.columns]
+    if missing:
+        raise ValueError(f"log table {str(path)!r} lacks column(s) {missing}; columns: {list(frame.columns)}")
+    if "pscore" in frame.columns and "propensity" in frame.columns:
+        raise ValueError("give the propensity as one column, 'pscore' or 'propensity', not both")
+    pcol = "pscore" if "pscore" in frame.columns else ("propensity" if "propensity" in frame.columns else None)
+    features = [c for c in frame.columns if c not in _RESERVED]
+    bad = [str(c) for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
+    if bad or not features:
+        raise ValueError(f"context columns of {str(path)!r} must be numeric and at least one: non-numeric {bad}")
+    feedback = {
+        "n_actions": int(frame["action"].max()) + 1 if n_actions is None else n_actions,
+        "action": frame["action"].to_numpy(), "reward": frame["reward"].to_numpy(),
+        "context": frame[features].to_numpy(dtype=np.float64),
+        "pscore": None if pcol is None else frame[pcol].to_numpy(dtype=np.float64),
+        "position": frame["position"].to_numpy() if "position" in frame.columns else None,
+    }
+    return LoggedData.from_obp(feedback)
+
+
+def log_policy(env: Any, n_rounds: int, seed: int, policy: Any = None) -> LoggedData:
+    """Log ``n_rounds`` rounds of a dpbandit environment played by ``policy`` (uniform random when None).
+
+    ``policy(observation (K, d), rng) -> probabilities (K,)``; the action is drawn from them with
+    ``stream(seed, "exploration")`` and its probability logged as ``pscore``. The environment is reset with ``seed``
+    (and again with ``seed + 1, ...`` when an episode ends before ``n_rounds``). Contexts are ``observation[0]``
+    (disjoint structure). ``extra["expected_reward"]`` ``(n, K)`` keeps every arm's expected reward, so estimators
+    can be checked against the truth.
+    """
+    n = check_int("n_rounds", n_rounds, low=1)
+    base = env.unwrapped
+    k, d = base.constants.n_arms, base.constants.dim
+    if base.constants.structure != "disjoint":
+        raise ValueError("log_policy records one context per round: the environment must have disjoint structure")
+    rng = stream(seed, "exploration")
+    context, action, reward, pscore, means = np.empty((n, d)), np.empty(n, np.int64), np.empty(n), np.empty(n), \
+        np.empty((n, k))
+    episode = 0
+    obs, _ = env.reset(seed=seed)
+    for i in range(n):
+        probs = np.full(k, 1.0 / k) if policy is None else np.asarray(policy(obs, rng), dtype=np.float64)
+        a = int(rng.choice(k, p=probs))
+        next_obs, r, terminated, truncated, info = env.step(a)
+        context[i], action[i], reward[i], pscore[i], means[i] = obs[0], a, r, probs[a], info["mean_rewards"]
+        obs = next_obs
+        if terminated or truncated:
+            episode += 1
+            obs, _ = env.reset(seed=seed + episode)
+    return LoggedData(context, action, reward, k, pscore=pscore, extra={"expected_reward": means})
