@@ -22,6 +22,7 @@ _LAZY = {  # the experiment layer pulls in pandas/matplotlib: import it on first
     "AgentSpec": "dpbandit.experiment.config",
     "ExperimentConfig": "dpbandit.experiment.config",
     "load_config": "dpbandit.experiment.config",
+    "load_run": "dpbandit.experiment.run_data",
     "run_experiment": "dpbandit.experiment.runner",
     "simulate": "dpbandit.experiment.runner",
 }

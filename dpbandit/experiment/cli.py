@@ -4,6 +4,7 @@
     dpbandit run --config FILE.toml    an experiment described in TOML (see dpbandit.experiment.config);
                                        re-running it resumes (finished jobs are kept), --fresh starts over
     dpbandit plot RUN_DIR              redraw the regret plot of a finished run
+    dpbandit compare RUN_DIR --baseline random   paired differences of final regret against a baseline agent
     dpbandit reproduce table-5.1       Han et al.'s Table 5.1: published vs correctly calibrated (--quick for a subset)
     dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
     dpbandit frontier [--quick]        privacy-regret frontier: final regret vs epsilon, with random/non-private lines
@@ -41,7 +42,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config = config.replace(**changes)
     result = run_experiment(
         config,
-        out=args.out,
+        out=args.out or True,
+        format=args.format,
         progress=not args.no_progress,
         fresh=args.fresh,
         backend=args.backend,
@@ -49,10 +51,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     if result.resumed_jobs:
         print(f"Resumed: {result.resumed_jobs} finished job(s) read back from {result.run_dir / 'jobs'}")
-    with pd.option_context("display.width", 120, "display.max_columns", 20):
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(result.summary.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     print(f"\nResults table: {result.table_path}")
-    print(f"Summary table: {result.run_dir / 'summary.csv'}")
+    print(f"Summary table: {result.run_dir / f'summary.{args.format}'}")
     print(f"Regret plot:   {result.plot_path}")
     print(f"Manifest:      {result.run_dir / 'manifest.json'}")
     return 0
@@ -67,6 +69,14 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv; pass the folder printed by 'dpbandit run'")
     path = plot_regret(pd.read_csv(table), args.output or run_dir / "regret.png", title=args.title)
     print(f"Regret plot: {path}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from dpbandit.experiment.contrasts import compare_run, format_comparison
+    from dpbandit.experiment.run_data import load_run
+
+    print(format_comparison(compare_run(load_run(args.run_dir), args.baseline, level=args.level)))
     return 0
 
 
@@ -126,6 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--backend", choices=("local", "dask"), default="local", help="where jobs run (default: local)")
     run.add_argument("--dask-address", dest="dask_address", help="dask.distributed scheduler address (--backend dask)")
+    run.add_argument("--format", choices=("csv", "parquet"), default="csv",
+                     help="file format of results and summary (parquet needs pyarrow; default csv)")
     run.set_defaults(func=_cmd_run)
 
     plot = sub.add_parser("plot", help="redraw the regret plot of a run directory")
@@ -133,6 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
     plot.add_argument("--output", help="image path (default: RUN_DIR/regret.png)")
     plot.add_argument("--title", help="plot title")
     plot.set_defaults(func=_cmd_plot)
+
+    compare = sub.add_parser("compare", help="paired differences of every agent against a baseline, over seeds")
+    compare.add_argument("run_dir", help="a folder written by 'dpbandit run'")
+    compare.add_argument("--baseline", default="random", help="agent label or type (default: random)")
+    compare.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
+    compare.set_defaults(func=_cmd_compare)
 
     envs = sub.add_parser("envs", help="list the registered environments and their parameters")
     envs.set_defaults(func=_cmd_envs)

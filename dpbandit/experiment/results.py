@@ -36,6 +36,9 @@ __all__ = [
     "mean_ci",
     "regret_bands",
     "summary_table",
+    "privacy_columns",
+    "privacy_legend",
+    "PRIVACY_COLUMNS",
     "write_atomic",
     "write_json_atomic",
     "prepare_run_dir",
@@ -45,6 +48,8 @@ __all__ = [
 ]
 
 COLUMNS = ("env_id", "agent", "seed", "t", "reward", "regret", "cumulative_reward", "cumulative_regret")
+#: Privacy columns of a summary: guarantee type, epsilon, delta and zCDP rho of the agent's report.
+PRIVACY_COLUMNS = ("guarantee", "epsilon", "delta", "rho")
 
 
 def checkpoint_rounds(horizon: int, n: int | None) -> np.ndarray:
@@ -73,22 +78,53 @@ def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     return mean, float(stats.t.ppf(0.5 + level / 2, n - 1) * sem)
 
 
-def regret_bands(frame: pd.DataFrame, level: float = 0.95, value: str = "cumulative_regret") -> pd.DataFrame:
-    """Per (env_id, agent, t): mean of ``value`` across seeds with Student-t ``level`` bounds ``low``/``high``."""
+def regret_bands(frame: pd.DataFrame, level: float = 0.95, value: str = "cumulative_regret",
+                 floor: float | None = None) -> pd.DataFrame:
+    """Per (env_id, agent, t): mean of ``value`` across seeds with Student-t ``level`` bounds ``low``/``high``.
+
+    ``floor``: a value the quantity cannot fall below (0 for the pseudo-regret, a sum of non-negative terms); the
+    lower bound is clipped there, since no mean below it is possible.
+    """
     keys = [k for k in ("env_id", "agent") if k in frame.columns] + ["t"]
     grouped = frame.groupby(keys, sort=True)[value]
     out = grouped.agg(mean="mean", std="std", n="count").reset_index()
     tq = stats.t.ppf(0.5 + level / 2, np.maximum(out["n"] - 1, 1))
     half = np.where(out["n"] > 1, tq * out["std"].fillna(0.0) / np.sqrt(out["n"]), 0.0)
-    out["low"] = out["mean"] - half
+    out["low"] = out["mean"] - half if floor is None else np.maximum(out["mean"] - half, floor)
     out["high"] = out["mean"] + half
     return out
 
 
-def summary_table(frame: pd.DataFrame, timings: pd.DataFrame | None = None, level: float = 0.95) -> pd.DataFrame:
+def privacy_columns(report: dict | None) -> dict[str, Any]:
+    """``guarantee, epsilon, delta, rho`` of a privacy report dict (``PrivacyReport.to_dict``); a non-private
+    agent (``None``) has guarantee "none", epsilon inf, delta 0 and rho inf."""
+    if report is None:
+        return {"guarantee": "none", "epsilon": float("inf"), "delta": 0.0, "rho": float("inf")}
+
+    def number(value: Any) -> float:
+        return float("nan") if value is None else float(value)  # "inf" strings of strict JSON included
+
+    rho = report.get("rho")
+    if rho is None and report.get("guarantee") == "none":
+        rho = "inf"
+    return {"guarantee": report.get("guarantee", "none"), "epsilon": number(report.get("epsilon", "inf")),
+            "delta": number(report.get("delta", 0.0)), "rho": number(rho)}
+
+
+def privacy_legend(agent: str, columns: dict[str, Any]) -> str:
+    """A legend entry that says what privacy an agent had, e.g. "DP-UCB [JDP ε=1, δ=1e-05]"."""
+    if columns["guarantee"] == "none":
+        return f"{agent} [non-private]"
+    return f"{agent} [{columns['guarantee']} ε={columns['epsilon']:.3g}, δ={columns['delta']:.2g}]"
+
+
+def summary_table(frame: pd.DataFrame, timings: pd.DataFrame | None = None, level: float = 0.95,
+                  privacy: pd.DataFrame | None = None) -> pd.DataFrame:
     """Final cumulative regret per (environment, agent): mean, 95% CI half-width, std, seeds; time per round.
 
-    ``timings`` has columns ``env_id, agent, seed, seconds, rounds`` (one row per job).
+    ``timings`` has columns ``env_id, agent, seed, seconds, rounds`` (one row per job). ``privacy`` has columns
+    ``env_id, agent`` and :data:`PRIVACY_COLUMNS` (one row per pair; :func:`privacy_columns`); they follow
+    ``agent`` in the table.
     """
     last = frame.loc[frame.groupby(["env_id", "agent", "seed"])["t"].idxmax()]
     rows = []
@@ -110,6 +146,10 @@ def summary_table(frame: pd.DataFrame, timings: pd.DataFrame | None = None, leve
         per_round = timings.assign(us_per_round=1e6 * timings["seconds"] / timings["rounds"])
         keys = ["env_id", "agent"]
         table = table.merge(per_round.groupby(keys)["us_per_round"].mean().reset_index(), on=keys, how="left")
+    if privacy is not None and len(table):
+        table = table.merge(privacy[["env_id", "agent", *PRIVACY_COLUMNS]], on=["env_id", "agent"], how="left")
+        order = ["env_id", "agent", *PRIVACY_COLUMNS]
+        table = table[order + [c for c in table.columns if c not in order]]
     return table.sort_values(["env_id", "final_regret_mean"], kind="stable").reset_index(drop=True)
 
 

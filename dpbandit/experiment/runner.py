@@ -47,6 +47,8 @@ from dpbandit.experiment.results import (
     checkpoint_rounds,
     load_job,
     package_versions,
+    privacy_columns,
+    privacy_legend,
     prepare_run_dir,
     store_job,
     summary_table,
@@ -55,10 +57,12 @@ from dpbandit.experiment.results import (
 )
 from dpbandit.validation import check_choice
 
-__all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS"]
+__all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS", "FORMATS"]
 
 #: Where jobs run: this machine (in-process or joblib processes) or a dask.distributed cluster.
 BACKENDS: tuple[str, ...] = ("local", "dask")
+#: File formats of a run's results and summary tables (parquet needs pyarrow: ``pip install 'dpbandit[parquet]'``).
+FORMATS: tuple[str, ...] = ("csv", "parquet")
 
 
 def simulate(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | None = None) -> pd.DataFrame:
@@ -135,7 +139,7 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
 
 @dataclass(frozen=True)
 class RunResult:
-    """What :func:`run_experiment` produced. Paths are ``None`` for an in-memory run (``out=False``)."""
+    """What :func:`run_experiment` produced. Paths are ``None`` for an in-memory run (no ``out``)."""
 
     results: pd.DataFrame
     summary: pd.DataFrame
@@ -153,11 +157,14 @@ def run_experiment(
     fresh: bool = False,
     backend: str = "local",
     dask_address: str | None = None,
+    format: str = "csv",
 ) -> RunResult:
     """Run every (environment, agent, seed) job of ``config`` and gather the results.
 
-    ``out``: parent folder of the run directory ``<out>/<name>`` (default ``config.out``); ``False`` keeps
-    everything in memory. Re-running the same experiment into the same folder resumes it: finished jobs are read
+    ``out``: parent folder of the run directory ``<out>/<name>``; ``True`` means ``config.out``; ``None`` (the
+    default) or ``False`` keeps everything in memory (nothing is written). ``format``: ``"csv"`` or ``"parquet"``
+    for ``results``/``summary`` (jobs stay CSV). The summary carries each agent's ``guarantee, epsilon, delta,
+    rho``. Re-running the same experiment into the same folder resumes it: finished jobs are read
     back, not recomputed, and never duplicated; a different experiment there is refused unless ``fresh=True``.
     ``backend``: ``"local"`` (this process for ``n_jobs=1``, else joblib processes) or ``"dask"`` (a
     ``dask.distributed`` cluster at ``dask_address``, or a local cluster of ``n_jobs`` workers when None).
@@ -166,12 +173,18 @@ def run_experiment(
     if not isinstance(config, ExperimentConfig):
         raise TypeError(f"config must be an ExperimentConfig, got {type(config).__name__}")
     check_choice("backend", backend, BACKENDS)
+    check_choice("format", format, FORMATS)
     if dask_address is not None and backend != "dask":
         raise ValueError("dask_address is only used with backend='dask'")
+    if format == "parquet" and out not in (None, False):
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise ValueError("format='parquet' needs pyarrow: pip install 'dpbandit[parquet]'") from None
     config.validate()
     run_dir = None
-    if out is not False:
-        run_dir = prepare_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh)
+    if out not in (None, False):
+        run_dir = prepare_run_dir(config.out if out is True else out, config.name, config.config_hash(), fresh)
     manifest: dict[str, Any] = {
         "status": "running",
         "config": config.to_dict(),
@@ -205,14 +218,19 @@ def run_experiment(
     timings = pd.DataFrame(
         [{"env_id": m["env"], **{k: m[k] for k in ("agent", "seed", "seconds", "rounds")}} for m in metas]
     )
-    summary = summary_table(results, timings)
+    privacy = pd.DataFrame([{"env_id": m["env"], "agent": m["agent"], **privacy_columns(m["privacy_report"])}
+                            for m in metas if m["seed"] == config.seeds[0]])
+    summary = summary_table(results, timings, privacy=privacy)
+    legends = {row.agent: privacy_legend(row.agent, row._asdict()) for row in privacy.itertuples()}
 
     table_path = plot_path = None
     if run_dir is not None:
-        table_path = write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
-        write_atomic(run_dir / "summary.csv", lambda p: summary.to_csv(p, index=False))
+        files = {name: f"{name}.{format}" for name in ("results", "summary")}
+        for name, frame in (("results", results), ("summary", summary)):
+            path = write_atomic(run_dir / files[name], partial(_write_table, frame, format))
+            table_path = path if name == "results" else table_path
         title = f"{config.name}: {', '.join(e.label for e in config.envs)}"
-        plot_path = plot_regret(results, run_dir / "regret.png", title=title)
+        plot_path = plot_regret(results, run_dir / "regret.png", title=title, labels=legends)
         manifest.update(
             status="complete",
             finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -221,10 +239,14 @@ def run_experiment(
             privacy={
                 f"{m['env']} / {m['agent']}": m["privacy_report"] for m in metas if m["seed"] == config.seeds[0]
             },
-            files={"results": "results.csv", "summary": "summary.csv", "plot": "regret.png", "jobs": "jobs/"},
+            files={**files, "plot": "regret.png", "jobs": "jobs/"},
         )
         write_json_atomic(run_dir / "manifest.json", manifest)
     return RunResult(results, summary, run_dir, table_path, plot_path, resumed)
+
+
+def _write_table(frame: pd.DataFrame, format: str, path: Path) -> None:
+    frame.to_csv(path, index=False) if format == "csv" else frame.to_parquet(path, index=False)
 
 
 def execute_jobs(

@@ -1,0 +1,78 @@
+"""Paired contrasts of a saved run against a baseline agent (``dpbandit compare RUN --baseline random``).
+
+Agents of a run share seeds (common random numbers: the same instance, users and reward noise per seed), so the
+difference between an agent and the baseline is taken seed by seed and its interval comes from the spread of those
+paired differences (:func:`dpbandit.experiment.stats.paired_difference`), much tighter than two independent
+intervals. A difference is a "beats" only when its interval excludes zero (:func:`~dpbandit.experiment.stats.verdict`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dpbandit.experiment.results import privacy_columns
+from dpbandit.experiment.run_data import LoadedRun, final_values
+from dpbandit.experiment.stats import paired_difference, verdict
+
+__all__ = ["compare_run", "format_comparison", "resolve_agent"]
+
+
+def resolve_agent(run: LoadedRun, name: str) -> str:
+    """The agent label of ``run`` named ``name``: a label, or an agent type used by exactly one agent."""
+    labels = list(dict.fromkeys(run.results["agent"]))
+    if name in labels:
+        return name
+    by_type = [label for label, kind in run.agent_types().items() if kind == name and label in labels]
+    if len(by_type) == 1:
+        return by_type[0]
+    hint = f"; type {name!r} is used by {by_type}: name one label" if by_type else ""
+    raise ValueError(f"baseline {name!r} is not an agent of this run{hint}; agents: {labels}")
+
+
+def compare_run(run: LoadedRun, baseline: str, *, level: float = 0.95,
+                value: str = "cumulative_regret") -> pd.DataFrame:
+    """One row per (environment, agent other than the baseline): the agent's privacy (guarantee, ε, δ), mean
+    final ``value`` of agent and baseline, the paired difference ``agent - baseline`` with its ``level`` interval
+    over common seeds, and the verdict line (lower ``value`` is better)."""
+    base = resolve_agent(run, baseline)
+    finals = final_values(run.results, value)
+    order = {label: i for i, label in enumerate(dict.fromkeys(run.results["agent"]))}
+    finals = finals.sort_values("agent", key=lambda s: s.map(order), kind="stable")
+    rows = []
+    for env_id, group in finals.groupby("env_id", sort=False):
+        per_agent = {agent: g.set_index("seed")[value] for agent, g in group.groupby("agent", sort=False)}
+        if base not in per_agent:
+            continue
+        for agent, values in per_agent.items():
+            if agent == base:
+                continue
+            diff = paired_difference(values, per_agent[base], level=level)
+            report = run.privacy.get(f"{env_id} / {agent}")
+            rows.append({
+                "env_id": env_id, "agent": agent,
+                **privacy_columns(None if report is None else report.to_dict()),
+                "seeds": diff.n, f"{value}": float(values.mean()), f"baseline_{value}": float(per_agent[base].mean()),
+                "difference": diff.estimate, "low": diff.low, "high": diff.high,
+                "verdict": verdict(agent, base, values, per_agent[base], level=level,
+                                   quantity=value.replace("_", " ")) if diff.n else "",
+            })
+    if not rows:
+        raise ValueError(f"no agent shares seeds with baseline {base!r}")
+    table = pd.DataFrame(rows)
+    table.attrs.update(baseline=base, level=level, value=value)
+    return table
+
+
+def format_comparison(table: pd.DataFrame) -> str:
+    """The console text of :func:`compare_run`: a table and one verdict line per agent."""
+    value, base, level = table.attrs["value"], table.attrs["baseline"], table.attrs["level"]
+    shown = table.drop(columns=["verdict", "rho"]).rename(columns={
+        value: "final", f"baseline_{value}": "baseline", "difference": f"{value.split('_')[-1]} - baseline"})
+    lines = [f"Paired differences against {base!r} over common seeds ({level:.0%} paired-t intervals; lower "
+             f"{value.replace('_', ' ')} is better)", ""]
+    with pd.option_context("display.width", 160, "display.max_columns", 20):
+        lines.append(shown.to_string(index=False, float_format=lambda x: f"{x:.4g}" if math.isfinite(x) else str(x)))
+    lines += ["", *table["verdict"]]
+    return "\n".join(lines)
