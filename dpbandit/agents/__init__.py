@@ -5,6 +5,11 @@ builds one for an environment with validated hyperparameters::
 
     agent = make_agent("linucb", env, alpha=0.5)
 
+Plugins: a package that declares an entry point in the group ``dpbandit.agents`` (name = registry name, value =
+``"package.module:ClassName"``) is found by name in every process, worker processes included
+(:func:`discover_agents`). A name added at runtime (``AGENTS["mine"] = MyAgent``) exists only in the process that
+added it: :func:`runtime_registered` lists such names so that parallel runs can refuse them up front.
+
 Non-private baselines: ``"random"`` (:class:`UniformRandom`), ``"oracle"`` (:class:`Oracle`), ``"greedy"``
 (:class:`Greedy`), ``"egreedy"`` (:class:`EpsilonGreedy`), ``"linucb"`` (:class:`LinUCB`), ``"lasso"``
 (:class:`LassoBandit`).
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+from importlib import metadata
 from typing import Any
 
 from dpbandit.agents.base import Agent
@@ -45,6 +51,9 @@ __all__ = [
     "UniformRandom",
     "agent_class",
     "argmax_random_tie",
+    "discover_agents",
+    "runtime_registered",
+    "ENTRY_POINT_GROUP",
     "hyperparameters",
     "make_agent",
 ]
@@ -53,6 +62,39 @@ __all__ = [
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls for cls in (UniformRandom, Oracle, Greedy, EpsilonGreedy, LinUCB, LassoBandit, DPUCB, OCOAgent, DPHDB)
 }
+_BUILTIN = frozenset(AGENTS)
+#: Entry-point group of agent plugins (name -> ``"package.module:ClassName"``).
+ENTRY_POINT_GROUP = "dpbandit.agents"
+
+
+def _plugin_entry_points() -> dict[str, metadata.EntryPoint]:
+    return {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def _load_plugin(ep: metadata.EntryPoint) -> type[Agent]:
+    try:
+        cls = ep.load()
+    except Exception as exc:  # a broken plugin must name itself
+        raise ValueError(f"agent plugin {ep.name!r} ({ep.value}) cannot be loaded: {exc}") from None
+    if not (isinstance(cls, type) and issubclass(cls, Agent)):
+        raise ValueError(f"agent plugin {ep.name!r} ({ep.value}) is not a dpbandit.agents.base.Agent subclass")
+    return cls
+
+
+def discover_agents() -> dict[str, type[Agent]]:
+    """Load every ``dpbandit.agents`` entry point into :data:`AGENTS` (names already there are kept) and return
+    :data:`AGENTS`."""
+    for name, ep in _plugin_entry_points().items():
+        if name not in AGENTS:
+            AGENTS[name] = _load_plugin(ep)
+    return AGENTS
+
+
+def runtime_registered() -> list[str]:
+    """Names in :data:`AGENTS` that are neither built in nor plugin entry points: they were added at runtime in
+    this process and are unknown to worker processes."""
+    plugins = _plugin_entry_points()
+    return sorted(name for name in AGENTS if name not in _BUILTIN and name not in plugins)
 
 
 def hyperparameters(name: str | type[Agent]) -> tuple[str, ...]:
@@ -90,6 +132,10 @@ def agent_class(name: Any) -> type[Agent]:
     if not isinstance(name, str):
         raise TypeError(f"agent name must be a string, one of {sorted(AGENTS)}, or an Agent subclass, got {name!r}")
     if name in AGENTS:
+        return AGENTS[name]
+    plugin = _plugin_entry_points().get(name)
+    if plugin is not None:
+        AGENTS[name] = _load_plugin(plugin)
         return AGENTS[name]
     if ":" in name:
         module, _, qualname = name.partition(":")

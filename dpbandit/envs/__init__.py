@@ -1,11 +1,16 @@
 """Gymnasium environments of dpbandit.
 
 Importing this package registers the presets of :mod:`dpbandit.envs.presets` under the ``dpbandit/``
-namespace (idempotent), so that ``gymnasium.make("dpbandit/SparseLinear-v0", horizon=500)`` works.
+namespace (idempotent), so that ``gymnasium.make("dpbandit/SparseLinear-v0", horizon=500)`` works, and every
+environment plugin: a package's entry point in the group ``dpbandit.envs`` (name = the Gymnasium id, e.g.
+``"mylab/MyBandit-v0"``, value = ``"package.module:EnvClass"``) is registered in every process that imports
+dpbandit, worker processes included. An id registered at runtime with ``gymnasium.register`` exists only in the
+process that registered it (:func:`runtime_registered_envs`).
 """
 
 from __future__ import annotations
 
+from importlib import metadata
 from typing import Any
 
 import gymnasium
@@ -26,7 +31,12 @@ __all__ = [
     "RegressionBanditEnv",
     "register_presets",
     "registered_envs",
+    "runtime_registered_envs",
+    "ENTRY_POINT_GROUP",
 ]
+
+#: Entry-point group of environment plugins (name = Gymnasium id -> ``"package.module:EnvClass"``).
+ENTRY_POINT_GROUP = "dpbandit.envs"
 
 _ENTRY_POINT = "dpbandit.envs.glm:GLMBanditEnv"
 _DATA_ENTRY_POINT = "dpbandit.envs.datasets:ClassificationBanditEnv"
@@ -58,6 +68,16 @@ def register_presets() -> None:
     for env_id, entry_point in USER_DATA.items():
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=entry_point)
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in gymnasium.registry:
+            gymnasium.register(id=ep.name, entry_point=ep.value)
+
+
+def runtime_registered_envs(env_ids) -> list[str]:
+    """The ids among ``env_ids`` that another process importing dpbandit would not know: registered at runtime
+    with ``gymnasium.register`` (not built into Gymnasium, not a dpbandit preset, not a plugin entry point), and
+    not of the ``"module:EnvName-v0"`` form that makes Gymnasium import ``module`` first."""
+    return sorted({e for e in env_ids if ":" not in e and e not in _KNOWN_AT_IMPORT and e in gymnasium.registry})
 
 
 def registered_envs() -> dict[str, dict[str, Any]]:
@@ -75,3 +95,4 @@ def registered_envs() -> dict[str, dict[str, Any]]:
 
 
 register_presets()
+_KNOWN_AT_IMPORT = frozenset(gymnasium.registry)

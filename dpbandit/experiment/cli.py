@@ -90,9 +90,9 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_agents(args: argparse.Namespace) -> int:
-    from dpbandit.agents import AGENTS
+    from dpbandit.agents import discover_agents
 
-    for name, cls in AGENTS.items():
+    for name, cls in discover_agents().items():
         sig = inspect.signature(cls.__init__)
         params = [str(p) for p in list(sig.parameters.values())[2:]]
         doc = (inspect.getdoc(cls) or "").splitlines()[0] if inspect.getdoc(cls) else ""

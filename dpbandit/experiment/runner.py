@@ -182,6 +182,8 @@ def run_experiment(
         except ImportError:
             raise ValueError("format='parquet' needs pyarrow: pip install 'dpbandit[parquet]'") from None
     config.validate()
+    if config.n_jobs > 1 or backend == "dask":
+        _check_reachable_from_workers(config)
     run_dir = None
     if out not in (None, False):
         run_dir = prepare_run_dir(config.out if out is True else out, config.name, config.config_hash(), fresh)
@@ -243,6 +245,28 @@ def run_experiment(
         )
         write_json_atomic(run_dir / "manifest.json", manifest)
     return RunResult(results, summary, run_dir, table_path, plot_path, resumed)
+
+
+def _check_reachable_from_workers(config: ExperimentConfig) -> None:
+    """Refuse names registered at runtime in this process: worker processes import dpbandit afresh."""
+    from dpbandit.agents import runtime_registered
+    from dpbandit.envs import runtime_registered_envs
+
+    agents = sorted({a.type for a in config.agents if isinstance(a.type, str)} & set(runtime_registered()))
+    if agents:
+        raise ValueError(
+            f"agent(s) {agents} were registered at runtime (AGENTS[name] = ...), which worker processes cannot see: "
+            "pass the class itself (AgentSpec(MyAgent), sent to workers pickled), or 'package.module:ClassName', "
+            "or publish it as a 'dpbandit.agents' entry point of an installed package; or run with n_jobs=1"
+        )
+    envs = runtime_registered_envs([e.id for e in config.envs])
+    if envs:
+        raise ValueError(
+            f"environment id(s) {envs} were registered at runtime (gymnasium.register), which worker processes "
+            "cannot see: use the id 'package.module:Name-v0' (Gymnasium imports package.module in each worker, "
+            "which must register the id), or publish it as a 'dpbandit.envs' entry point of an installed package; "
+            "or run with n_jobs=1"
+        )
 
 
 def _write_table(frame: pd.DataFrame, format: str, path: Path) -> None:
