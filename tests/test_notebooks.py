@@ -1,5 +1,10 @@
-"""Every teaching notebook runs top to bottom (outputs are not stored in the repository)."""
+"""Every teaching notebook runs top to bottom (outputs are not stored in the repository).
 
+With ``DPBANDIT_EXECUTED_NOTEBOOKS`` set (``.ci/run`` does), the executed copies are saved in that folder for the
+documentation site (``docs/build_site.py --executed``), so the notebooks run once per CI run.
+"""
+
+import os
 from pathlib import Path
 
 import pytest
@@ -22,3 +27,7 @@ def test_notebook_runs(path, tmp_path, monkeypatch):
     assert all(not cell.get("outputs") for cell in nb.cells if cell.cell_type == "code"), "store notebooks without outputs"
     client = nbclient.NotebookClient(nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
+    keep = os.environ.get("DPBANDIT_EXECUTED_NOTEBOOKS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, Path(keep) / path.name)

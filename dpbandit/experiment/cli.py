@@ -118,10 +118,13 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from dpbandit import __version__
+
     parser = argparse.ArgumentParser(
         prog="dpbandit",
         description="Simulate differentially private contextual bandits and plot their regret.",
     )
+    parser.add_argument("--version", action="version", version=f"dpbandit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run an experiment (default: a quick comparison of baselines)")

@@ -155,7 +155,7 @@ def test_release_holds_only_published_read_only_arrays():
 
 def test_action_depends_only_on_the_release_and_own_observation():
     """Two curators with different histories that publish the same release give the same action (same rng)."""
-    K, d = 3, 4
+    K = 3
     theta = np.array([[0.1, 0, 0, 0], [0, 0.2, 0, 0], [0, 0, 0, 0.3]])
     forced = np.array([[0.5, 0, 0, 0], [0, 0.1, 0, 0], [0, 0, 0, 0.0]])
     release = HDBRelease(round=100, theta=theta, theta_forced=forced, warmup_rounds=30, h=0.6, link="identity")

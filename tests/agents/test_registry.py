@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gymnasium
-import numpy as np
 import pytest
 
 import dpbandit.envs  # noqa: F401  (registers the dpbandit/ ids)
