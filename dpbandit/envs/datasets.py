@@ -50,7 +50,8 @@ class ClassificationBanditEnv(TabularBanditEnv):
     Parameters: ``horizon`` T >= 1, ``context_norm`` (``"l2"`` or ``"linf"``), ``context_bound`` > 0,
     ``normalize`` (``"scale"``: every row has norm exactly the bound; ``"clip"``: projected only when outside),
     ``standardize`` (z-score the columns first; default True), ``full_information`` (``info["rewards"]`` =
-    one-hot label), ``render_mode`` (None only).
+    one-hot label), ``theta_bound`` (assumed l2 bound on a linear reward model, default ``inf``: unknown; see
+    :mod:`dpbandit.envs.tabular`), ``render_mode`` (None only).
 
     ``info`` of a step: ``"mean_rewards"`` (one-hot of the label), ``"optimal_arm"`` (the label), ``"regret"``
     (0 or 1) and, with full information, ``"rewards"``.
@@ -70,6 +71,7 @@ class ClassificationBanditEnv(TabularBanditEnv):
         normalize: str = "scale",
         full_information: bool = False,
         standardize: bool = True,
+        theta_bound: float = float("inf"),
         render_mode: str | None = None,
     ):
         x, labels, source = resolve_source(dataset=dataset, bundled=DATASETS, default="digits", data=data,
@@ -84,7 +86,7 @@ class ClassificationBanditEnv(TabularBanditEnv):
         onehot = np.eye(self.classes.size)
         self._setup(x, onehot[self.labels], horizon=horizon, context_norm=context_norm,
                     context_bound=context_bound, normalize=normalize, full_information=full_information,
-                    standardize=standardize, render_mode=render_mode)
+                    standardize=standardize, render_mode=render_mode, theta_bound=theta_bound)
         self.config = {**source, **self.config}
 
     @classmethod

@@ -112,6 +112,7 @@ class RegressionBanditEnv(TabularBanditEnv):
         normalize: str = "scale",
         full_information: bool = False,
         standardize: bool = True,
+        theta_bound: float = float("inf"),
         render_mode: str | None = None,
     ):
         x, values, source = resolve_source(dataset=dataset, bundled=REGRESSION_DATASETS, default="diabetes",
@@ -140,7 +141,7 @@ class RegressionBanditEnv(TabularBanditEnv):
         rewards = regression_rewards(candidates, targets, reward)
         self._setup(x, rewards, horizon=horizon, context_norm=context_norm, context_bound=context_bound,
                     normalize=normalize, full_information=full_information, standardize=standardize,
-                    render_mode=render_mode)
+                    render_mode=render_mode, theta_bound=theta_bound)
         reward_name = reward if isinstance(reward, str) else f"{reward.__module__}:{reward.__qualname__}"
         self.config = {**source, "n_arms": int(candidates.size), "arms": candidates.tolist(), "reward": reward_name,
                        **self.config}

@@ -12,6 +12,8 @@ columns stay 0), then every row is scaled (``normalize="scale"``) or projected (
 ``reward_low = mean_low = 0`` and ``reward_high = mean_high = 1``. The standardisation uses statistics of the
 whole table: treat them as public constants (a private analysis of one's own data must fix them from public
 knowledge instead, e.g. by passing features already scaled to known ranges with ``standardize=False``).
+``theta_bound`` (default ``inf``: unknown) is an assumed l2 bound on a linear reward model; UCB-type agents (LinUCB's
+private sibling DP-UCB) need a finite one for their confidence widths, without it they play uniformly at random.
 
 User data (:func:`check_table`, :func:`read_table`) is checked before any work: a 2-D finite numeric feature
 matrix with at least one row and column, a 1-D target of the same length without missing values, and a file
@@ -152,7 +154,8 @@ class TabularBanditEnv(gym.Env):
     metadata = {"render_modes": []}
 
     def _setup(self, x: np.ndarray, rewards: np.ndarray, *, horizon: int, context_norm: str, context_bound: float,
-               normalize: str, full_information: bool, standardize: bool, render_mode: Any) -> None:
+               normalize: str, full_information: bool, standardize: bool, render_mode: Any,
+               theta_bound: float = float("inf")) -> None:
         if render_mode is not None:
             raise ValueError(f"render_mode must be None (this environment does not render), got {render_mode!r}")
         self.render_mode = None
@@ -160,6 +163,7 @@ class TabularBanditEnv(gym.Env):
         check_choice("context_norm", context_norm, CONTEXT_NORMS)
         bound = check_real("context_bound", context_bound, low=0.0, low_inclusive=False)
         check_choice("normalize", normalize, NORMALIZE_MODES)
+        theta_bound = check_real("theta_bound", theta_bound, low=0.0, low_inclusive=False, allow_inf=True)
         for flag, value in (("full_information", full_information), ("standardize", standardize)):
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{flag} must be a bool, got {value!r}")
@@ -176,10 +180,11 @@ class TabularBanditEnv(gym.Env):
         self.best_arms = rewards.argmax(axis=1)
         self.full_information = bool(full_information)
         self.config = dict(horizon=self.horizon, context_norm=context_norm, context_bound=bound,
-                           normalize=normalize, full_information=self.full_information, standardize=bool(standardize))
+                           normalize=normalize, full_information=self.full_information, standardize=bool(standardize),
+                           theta_bound=theta_bound)
         self.constants = BanditConstants(
             n_arms=self.n_arms, dim=self.dim, horizon=self.horizon, structure="disjoint", link="identity",
-            context_norm=context_norm, context_bound=bound, theta_norm="l2", theta_bound=float("inf"),
+            context_norm=context_norm, context_bound=bound, theta_norm="l2", theta_bound=theta_bound,
             sparsity=self.dim, noise_std=0.0, reward_low=0.0, reward_high=1.0, mean_low=0.0, mean_high=1.0,
         )
         self.observation_space = gym.spaces.Box(-bound, bound, (self.n_arms, self.dim), np.float64)
