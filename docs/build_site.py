@@ -122,8 +122,11 @@ def build_notebooks(out: Path, executed: Path | None) -> list[tuple[str, str]]:
         if copy is not None and copy.is_file():
             nb = nbformat.read(copy, as_version=4)
         else:
+            import os
+
             import nbclient
 
+            os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"  # figures inline, as in the tests
             nb = nbformat.read(source, as_version=4)
             nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
                                     resources={"metadata": {"path": str(out)}}).execute()
