@@ -21,7 +21,7 @@ __all__ = ["compare_run", "format_comparison", "resolve_agent"]
 
 def resolve_agent(run: LoadedRun, name: str) -> str:
     """The agent label of ``run`` named ``name``: a label, or an agent type used by exactly one agent."""
-    labels = list(dict.fromkeys(run.results["agent"]))
+    labels = list(dict.fromkeys(run.results.rename(columns={"learner": "agent"})["agent"]))
     if name in labels:
         return name
     by_type = [label for label, kind in run.agent_types().items() if kind == name and label in labels]
@@ -37,8 +37,9 @@ def compare_run(run: LoadedRun, baseline: str, *, level: float = 0.95,
     final ``value`` of agent and baseline, the paired difference ``agent - baseline`` with its ``level`` interval
     over common seeds, and the verdict line (lower ``value`` is better)."""
     base = resolve_agent(run, baseline)
-    finals = final_values(run.results, value)
-    order = {label: i for i, label in enumerate(dict.fromkeys(run.results["agent"]))}
+    results = run.results.rename(columns={"stream": "env_id", "learner": "agent"})  # OCO runs name them so
+    finals = final_values(results, value)
+    order = {label: i for i, label in enumerate(dict.fromkeys(results["agent"]))}  # configuration order
     finals = finals.sort_values("agent", key=lambda s: s.map(order), kind="stable")
     rows = []
     for env_id, group in finals.groupby("env_id", sort=False):
@@ -49,10 +50,13 @@ def compare_run(run: LoadedRun, baseline: str, *, level: float = 0.95,
             if agent == base:
                 continue
             diff = paired_difference(values, per_agent[base], level=level)
-            report = run.privacy.get(f"{env_id} / {agent}")
+            try:
+                report = run.report(env_id, agent)
+                privacy = privacy_columns(None if report is None else report.to_dict())
+            except KeyError:  # never claim "non-private" for an agent whose report is missing
+                privacy = {"guarantee": "unknown", "epsilon": math.nan, "delta": math.nan, "rho": math.nan}
             rows.append({
-                "env_id": env_id, "agent": agent,
-                **privacy_columns(None if report is None else report.to_dict()),
+                "env_id": env_id, "agent": agent, **privacy,
                 "seeds": diff.n, f"{value}": float(values.mean()), f"baseline_{value}": float(per_agent[base].mean()),
                 "difference": diff.estimate, "low": diff.low, "high": diff.high,
                 "verdict": verdict(agent, base, values, per_agent[base], level=level,

@@ -32,6 +32,14 @@ class LoadedRun:
     privacy: dict[str, PrivacyReport | None] = field(default_factory=dict)
     complete: bool = True
 
+    def report(self, env_id: str, agent: str) -> PrivacyReport | None:
+        """The privacy report of ``agent`` in ``env_id`` (None: non-private); ``KeyError`` when the run has none
+        recorded for it."""
+        for key in (f"{env_id} / {agent}", f"{env_id}/{agent}"):  # bandit and OCO manifests
+            if key in self.privacy:
+                return self.privacy[key]
+        raise KeyError(f"no privacy report recorded for {agent!r} in {env_id!r}")
+
     def agent_types(self) -> dict[str, str]:
         """Agent label -> agent type (registry name or ``module:Class``) from the configuration."""
         return {a.get("label", a.get("type")): a.get("type") for a in self.config.get("agents", [])}
@@ -67,13 +75,18 @@ def load_run(path: str | Path) -> LoadedRun:
         summary_path = run_dir / files.get("summary", "summary.csv")
         summary = _read_table(summary_path) if summary_path.is_file() else None
     else:
-        stems = sorted(p.with_suffix("") for p in (run_dir / "jobs").glob("*.json"))
-        frames = [pd.read_csv(s.with_suffix(".csv")) for s in stems if s.with_suffix(".csv").is_file()]
-        if not frames:
+        stems = [s for s in sorted(p.with_suffix("") for p in (run_dir / "jobs").glob("*.json"))
+                 if s.with_suffix(".csv").is_file()]
+        if not stems:
             raise ValueError(f"run {str(run_dir)!r} has no results yet (no finished job)")
-        results = pd.concat(frames, ignore_index=True)
-    privacy = {name: None if report is None else PrivacyReport.from_dict(report)
-               for name, report in manifest.get("privacy", {}).items()}
+        results = pd.concat([pd.read_csv(s.with_suffix(".csv")) for s in stems], ignore_index=True)
+    reports = dict(manifest.get("privacy", {}))
+    if not complete:  # the manifest gets the reports at the end: read them from the finished jobs
+        for stem in stems:
+            meta = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
+            if isinstance(meta, dict) and "env" in meta and "agent" in meta:
+                reports.setdefault(f"{meta['env']} / {meta['agent']}", meta.get("privacy_report"))
+    privacy = {name: None if report is None else PrivacyReport.from_dict(report) for name, report in reports.items()}
     return LoadedRun(run_dir, results, summary, manifest.get("config", {}), manifest, privacy, complete)
 
 

@@ -1,5 +1,6 @@
 """Saved runs: privacy columns, load_run, parquet, paired comparisons, bands clipped at zero, in-memory default."""
 
+import json
 import math
 
 import numpy as np
@@ -71,11 +72,17 @@ def test_load_run_reads_the_finished_jobs_of_an_interrupted_run(saved, tmp_path)
     copy = tmp_path / "killed"
     shutil.copytree(run_dir, copy)
     (copy / "results.csv").unlink()
+    manifest = json.loads((copy / "manifest.json").read_text())
+    manifest = {k: v for k, v in manifest.items() if k not in ("privacy", "files")} | {"status": "running"}
+    (copy / "manifest.json").write_text(json.dumps(manifest))  # as written when the run started
     for stem in sorted((copy / "jobs").glob("*DP-UCB*.json")):
         stem.unlink()  # those jobs did not finish
     run = dpbandit.load_run(copy)
     assert not run.complete and run.summary is None
     assert set(run.results["agent"]) == {"Random", "LinUCB"}
+    assert run.report("dpbandit/SparseLinear-v0", "LinUCB") is None  # read from the finished jobs
+    with pytest.raises(KeyError, match="no privacy report recorded for 'DP-UCB'"):
+        run.report("dpbandit/SparseLinear-v0", "DP-UCB")
 
 
 def test_compare_against_the_baseline_uses_paired_differences(saved, capsys):
@@ -88,6 +95,7 @@ def test_compare_against_the_baseline_uses_paired_differences(saved, capsys):
     assert (row["difference"], row["low"], row["high"]) == pytest.approx((expected.estimate, expected.low,
                                                                         expected.high))
     assert row["high"] < 0 and row["verdict"].startswith("LinUCB beats Random")
+    assert list(table.index) == ["LinUCB", "DP-UCB"]  # configuration order
     assert table.loc["DP-UCB", "guarantee"] == "JDP" and table.loc["DP-UCB", "epsilon"] == pytest.approx(2.0, rel=1e-6)
     assert main(["compare", str(run_dir), "--baseline", "random"]) == 0
     out = capsys.readouterr().out
