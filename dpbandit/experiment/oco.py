@@ -45,6 +45,7 @@ from dpbandit.experiment.results import (
     load_job,
     package_versions,
     prepare_run_dir,
+    privacy_columns,
     store_job,
     summary_table,
     write_atomic,
@@ -189,6 +190,9 @@ def run_oco(config: OCOConfig, out: str | Path | bool | None = None, progress: b
     first = {(m["stream"], m["learner"]): m for m in metas if m["seed"] == config.seeds[0]}
     for column in ("guarantee", "comparator"):
         summary[column] = [first[key][column] for key in zip(summary["stream"], summary["learner"])]
+    privacy = [privacy_columns(first[key]["privacy_report"]) for key in zip(summary["stream"], summary["learner"])]
+    for column in ("epsilon", "delta", "rho"):
+        summary[column] = [p[column] for p in privacy]
     plot_path = None
     if run_dir is not None:
         write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))

@@ -68,8 +68,11 @@ def test_run_writes_a_tidy_run_directory(tmp_path):
     summary = result.summary.set_index(["stream", "learner"])
     assert summary.loc[("linear", "ldp-coordinatewise"), "guarantee"] == "LDP (ε=6, δ=0)"
     assert summary.loc[("linear", "reduction off"), "guarantee"] == "non-private (no guarantee)"
-    assert {"final_regret_mean", "final_regret_ci95", "regret_slope", "us_per_round"} <= set(summary.columns)
+    assert {"final_regret_mean", "final_regret_ci95", "regret_slope", "us_per_round", "epsilon", "delta",
+            "rho"} <= set(summary.columns)
     assert set(summary["comparator"]) == {"l2 ball of radius 2"}
+    assert summary.loc[("linear", "ldp-coordinatewise"), "epsilon"] == 6.0
+    assert summary.loc[("linear", "reduction off"), "epsilon"] == float("inf")
     for job in (run_dir / "jobs").glob("*.json"):
         strict_json(job)
 
