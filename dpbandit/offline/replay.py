@@ -163,8 +163,6 @@ def evaluate_offline(data: LoggedData, agent: Agent, seed: int, *, uniform: bool
             raise ValueError("the log has no propensities (pscore): pass uniform=True (CLI: --uniform) if the "
                              "logging policy was uniformly random, otherwise log the propensities")
         pscore = np.full(data.n_rounds, 1.0 / data.n_actions)
-    if set(estimators) & {"ips", "dr"} and data.pscore is None and not uniform:  # pragma: no cover - caught above
-        raise ValueError("IPS and DR need logged propensities")
     order = stream(seed, "contexts").permutation(data.n_rounds) if shuffle else np.arange(data.n_rounds)
     coins = stream(seed, "reward_noise").random(data.n_rounds)
     accept_prob = pscore.min() / pscore
