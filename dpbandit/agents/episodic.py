@@ -186,6 +186,7 @@ class EpisodicCurator(Curator):
         self._n = 0  # users buffered in the current episode
         self._t = 0  # users served so far
         self._episode = 0
+        self._next_end = schedule.end(0)  # the user count at which the current episode ends
         self.n_releases = 0
         self._release = self._initial_release()
 
@@ -229,17 +230,22 @@ class EpisodicCurator(Curator):
             raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, self.dim)}, got {obs.shape}")
         arm = check_arm(arm, self.n_arms)
         reward = check_real("reward", reward)
-        check_context_bound(obs[arm], self.context_norm, self.context_bound)
+        x = obs[arm]
+        size = float(np.abs(x).max()) if self.context_norm == "linf" else math.sqrt(float(x @ x))
+        if not size <= self.context_bound:  # the full check (and its message) only when the fast one fails
+            if not math.isfinite(size):
+                raise ValueError(f"observation row {arm} (the played arm) must be finite, got {x!r}")
+            check_context_bound(x, self.context_norm, self.context_bound)
         if self._t >= self.schedule.horizon:
             raise ValueError(f"the episode schedule covers horizon T = {self.schedule.horizon} (the environment's); "
                              f"cannot serve user {self._t + 1}")
         i = self._n
-        self._X[i] = obs[arm]
+        self._X[i] = x
         self._arms[i] = arm
         self._rewards[i] = self.clip.clip(reward)
         self._n += 1
         self._t += 1
-        if self._t == self.schedule.end(self._episode):
+        if self._t == self._next_end:
             self._end_episode()
 
     def _end_episode(self) -> None:
@@ -250,6 +256,7 @@ class EpisodicCurator(Curator):
         self._release = self._publish(*views)
         self.n_releases += 1
         self._episode += 1
+        self._next_end = self.schedule.end(self._episode)
         # forget: the episode's users have entered their one release
         self._X[:n] = 0.0
         self._arms[:n] = 0

@@ -155,6 +155,8 @@ def test_observe_validates_before_buffering():
         cur.observe(np.zeros((3, 2)), 3, 0.0)
     with pytest.raises(ValueError, match="context_bound"):
         cur.observe(np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]]), 1, 0.0)
+    with pytest.raises(ValueError, match="must be finite"):
+        cur.observe(np.array([[0.0, 0.0], [np.nan, 0.0], [0.0, 0.0]]), 1, 0.0)
     with pytest.raises(ValueError, match="reward"):
         cur.observe(np.zeros((3, 2)), 0, math.nan)
     assert cur.t == 0 and cur._n == 0
