@@ -20,6 +20,7 @@ from dpbandit.agents.base import Agent
 from dpbandit.agents.baselines import EpsilonGreedy, Greedy, Oracle, UniformRandom, argmax_random_tie
 from dpbandit.agents.dp_hdb import DPHDB
 from dpbandit.agents.dp_ucb import DPUCB
+from dpbandit.agents.fliphat import FLIPHAT
 from dpbandit.agents.episodic_ridge import EpisodicRidge
 from dpbandit.agents.lasso_bandit import LassoBandit
 from dpbandit.agents.linucb import LinUCB
@@ -32,6 +33,7 @@ __all__ = [
     "Agent",
     "Curator",
     "DPHDB",
+    "FLIPHAT",
     "PrivateAgent",
     "RewardClip",
     "reward_clip_range",
@@ -54,7 +56,7 @@ __all__ = [
 #: Agent classes by registry name.
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls for cls in (UniformRandom, Oracle, Greedy, EpsilonGreedy, LinUCB, LassoBandit, DPUCB, OCOAgent, DPHDB,
-                EpisodicRidge)
+                EpisodicRidge, FLIPHAT)
 }
 
 
