@@ -37,7 +37,7 @@ releases so far (noise variances add: ``m`` releases).
 Episodes hold disjoint users, so the releases compose in parallel and every episode spends the whole budget
 (:mod:`~dpbandit.agents.episodic`); the summed estimate of mode "sum" is post-processing of releases that each hold
 a user once, so its guarantee is the same. Known answers (L = 1, B = 1.4, epsilon = 1, delta = 1e-4, w = 1/2):
-exact sigma_G = 4.972, sigma_b = 13.92; zcdp 5.161, 14.45.
+exact sigma_G = 4.505, sigma_b = 12.61; zcdp 4.961, 13.89.
 
 Default share ``w = L S / (L S + 2 B)`` (S = theta_bound): the error of ``theta_hat`` from the moment noise scales
 as ``sigma_b``, from the Gram noise as ``sigma_G ||theta|| <= sigma_G S``; minimising

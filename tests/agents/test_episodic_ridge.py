@@ -319,3 +319,15 @@ def test_validation(kwargs, error, words):
         EpisodicRidge(constants(), **kwargs)
     with pytest.raises(TypeError, match="constants"):
         EpisodicRidge("not constants")
+
+
+def test_in_the_frontier_and_figure_5_1_agent_lists():
+    from dpbandit.experiment.frontier import private_agents
+    from dpbandit.experiment.reproduce.figure_5_1 import AGENTS_51, figure_config
+
+    assert "episodic_ridge" in private_agents()
+    assert ("episodic_ridge", "episodic ridge") in AGENTS_51
+    config = figure_config(agents=("episodic_ridge", "random"))
+    by_type = {a.type: a for a in config.agents}
+    assert by_type["episodic_ridge"].params == {"epsilon": 1.0, "delta": 1e-4} and "JDP" in by_type["episodic_ridge"].label
+    config.validate()
