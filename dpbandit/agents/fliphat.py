@@ -55,6 +55,7 @@ from dpbandit.agents.private import PrivateAgent, RewardClip, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
 from dpbandit.optim.niht import LINKS, NIHTConfig, niht, published_peeling_scale
+from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.peeling import SELECTIONS, peeling_scale
 from dpbandit.validation import check_choice, check_int, check_real
 
@@ -71,9 +72,11 @@ def default_radius(constants: BanditConstants) -> float:
 @dataclass(frozen=True)
 class FLIPHATRelease:
     """What the curator publishes: ``theta`` (K, d) for the disjoint structure or (d,) for the shared one
-    (read-only), and the number of releases so far."""
+    (read-only), the noisy per-arm counts ``counts`` (K,) the disjoint fits were normalised by (read-only; ``None``
+    for the shared structure, whose normaliser is the public episode length), and the number of releases so far."""
 
     theta: np.ndarray
+    counts: np.ndarray | None
     releases: int
 
 
@@ -90,7 +93,11 @@ class FLIPHATCurator(EpisodicCurator):
         a = self._agent
         theta = np.zeros((a.n_arms, a.dim) if a.structure == "disjoint" else a.dim)
         theta.setflags(write=False)
-        return FLIPHATRelease(theta, 0)
+        counts = None
+        if a.structure == "disjoint":
+            counts = np.zeros(a.n_arms)
+            counts.setflags(write=False)
+        return FLIPHATRelease(theta, counts, 0)
 
     def _fit(self, X: np.ndarray, y: np.ndarray, n_tilde: float) -> np.ndarray:
         a = self._agent
@@ -111,6 +118,7 @@ class FLIPHATCurator(EpisodicCurator):
 
     def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> FLIPHATRelease:
         a = self._agent
+        counts = None
         if a.structure == "shared":
             theta = np.array(self._fit(X, rewards, float(X.shape[0])))
         else:
@@ -122,8 +130,9 @@ class FLIPHATCurator(EpisodicCurator):
                 if counts[arm] >= a.min_count:
                     mine = arms == arm
                     theta[arm] = self._fit(X[mine], rewards[mine], float(counts[arm]))
+            counts.setflags(write=False)
         theta.setflags(write=False)
-        return FLIPHATRelease(theta, self.n_releases + 1)
+        return FLIPHATRelease(theta, counts, self.n_releases + 1)
 
     def _record_release_cost(self, ledger, count: int) -> None:
         a = self._agent
@@ -146,6 +155,14 @@ class FLIPHATCurator(EpisodicCurator):
     @property
     def sensitivity_assumption(self) -> str:
         return self._agent.sensitivity_assumption
+
+    def privacy_report(self):
+        if not self._agent.published_setting_not_private:
+            return super().privacy_report()
+        ledger = PrivacyLedger(neighboring="replace-one")
+        self._record_release_cost(ledger, self.schedule.n_episodes)
+        return ledger.report(self.budget.delta, guarantee="none", sensitivity_assumption=self.sensitivity_assumption,
+                             note=self._report_note())
 
     def _report_note(self) -> str:
         if self._agent.published_setting_not_private:
