@@ -70,7 +70,7 @@ def test_privacy_report_and_noise_off():
     assert report.rho == pytest.approx(1 / (2 * gaussian_sigma_analytic(1.0, 1e-4, 1.0) ** 2), rel=1e-6)
     assert dict(report.alternatives)["zcdp"] > 1.0  # exact calibration: CKS is looser
     zc = EpisodicRidge(c, epsilon=1.0, calibration="zcdp").privacy_report()
-    assert dict(zc.alternatives, **{"chosen": zc.epsilon}).get("zcdp", zc.epsilon) == pytest.approx(1.0, abs=1e-5)
+    assert dict(zc.alternatives)["zcdp"] == pytest.approx(1.0, abs=1e-5) and zc.epsilon < 1.0  # exact is tighter
     for text in ("sqrt(2) L^2", "2 L B", "rewards clipped to [-1.4, 1.4]", "moved between arms"):
         assert text in report.sensitivity_assumption
     assert "20 * 2^ell" in report.note and "per-release zCDP rho" in report.note
