@@ -72,9 +72,9 @@ class GLMBanditEnv(gym.Env):
         Support size s of sparse parameters, ``1 <= s <= d``; ``None`` means ``min(5, d)``. Dense parameters
         accept only ``None`` or ``d``.
     theta_values:
-        Law of the support entries of sparse parameters, ``"equal"`` (the paper's 1/5) or ``"gaussian"``;
-        ``None`` means ``"equal"`` for sparse and ``"gaussian"`` for dense parameters (which accept only
-        ``"gaussian"``).
+        Law of the support entries of sparse parameters, ``"equal"`` (the paper's 1/5), ``"gaussian"`` or
+        ``"uniform"`` (FLIPHAT's U[0.5, 1] with random signs); ``None`` means ``"equal"`` for sparse and
+        ``"gaussian"`` for dense parameters (which accept only ``"gaussian"``).
     theta_norm, theta_bound:
         Every parameter vector has exactly ``||theta||_{theta_norm} == theta_bound`` (``"l1"`` or ``"l2"``).
     contexts, context_scale, rho:
