@@ -6,6 +6,7 @@
     dpbandit plot RUN_DIR              redraw the regret plot of a finished run
     dpbandit reproduce table-5.1       Han et al.'s Table 5.1: published vs correctly calibrated (--quick for a subset)
     dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
+    dpbandit reproduce fliphat         FLIPHAT's experiment: published (NOT PRIVATE) vs correct calibration, DP-HDB
     dpbandit frontier [--quick]        privacy-regret frontier: final regret vs epsilon, with random/non-private lines
     dpbandit oco [--quick] [--fresh]   regret of the private OCO learners against the best point in hindsight
     dpbandit envs                      registered environments with their parameters
@@ -139,8 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     agents = sub.add_parser("agents", help="list the available agent types")
     agents.set_defaults(func=_cmd_agents)
 
-    rep = sub.add_parser("reproduce", help="reproduce a published result (table-5.1, figure-5.1); --help after it")
-    rep.add_argument("target", choices=("table-5.1", "figure-5.1"))
+    rep = sub.add_parser("reproduce", help="reproduce a published result (table-5.1, figure-5.1, fliphat); --help after it")
+    rep.add_argument("target", choices=("table-5.1", "figure-5.1", "fliphat"))
     rep.add_argument("options", nargs=argparse.REMAINDER, help="options of the target, e.g. --quick")
     rep.set_defaults(func=_cmd_reproduce)
 
