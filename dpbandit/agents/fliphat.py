@@ -275,9 +275,10 @@ class FLIPHAT(PrivateAgent):
                     f"C = {self.radius:g}")
         head = (f"contexts ||x||_{c.context_norm[1:]} <= {c.context_bound:g} (so ||x||_inf <= x_max = "
                 f"{self.x_max:g}); {self.reward_clip.describe()}; theta in the l1 ball of radius C = {self.radius:g}")
+        r = "||theta^m||_1" if self.iterate_sensitivity else "C"
         return (f"{head}; replace-one l_inf sensitivity of a gradient step (eta/n_tilde) 2 x_max G, G = "
-                f"{'max(mu(x_max ||theta^m||_1) - low, high - mu(-x_max ||theta^m||_1))' if self.iterate_sensitivity else 'max(mu(x_max C) - low, high - mu(-x_max C))'}"
-                f" (dpbandit.optim.niht); s = {self.sparsity}, eta = {self.step:.4g}, M = {self.iterations}"
+                f"max(mu(x_max {r}) - low, high - mu(-x_max {r})) (dpbandit.optim.niht); s = {self.sparsity}, "
+                f"eta = {self.step:.4g}, M = {self.iterations}"
                 + (f"; per-arm counts noised with sigma_c = {self.count_sigma:.4g}, min_count = {self.min_count:.4g}"
                    if self.structure == "disjoint" else ""))
 

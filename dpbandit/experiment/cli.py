@@ -140,7 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     agents = sub.add_parser("agents", help="list the available agent types")
     agents.set_defaults(func=_cmd_agents)
 
-    rep = sub.add_parser("reproduce", help="reproduce a published result (table-5.1, figure-5.1, fliphat); --help after it")
+    rep = sub.add_parser("reproduce",
+                         help="reproduce a published result (table-5.1, figure-5.1, fliphat); --help after it")
     rep.add_argument("target", choices=("table-5.1", "figure-5.1", "fliphat"))
     rep.add_argument("options", nargs=argparse.REMAINDER, help="options of the target, e.g. --quick")
     rep.set_defaults(func=_cmd_reproduce)

@@ -9,7 +9,8 @@ under-calibrated numbers, not reproduction targets (§9.5). Here every agent of 
 (``dpbandit/HanFigure51-K2-v0`` / ``-K5-v0``: contexts normalised to ||x||_inf = 1 for all) and the same users
 (common random numbers), and uniform random play is run next to them:
 
-* private: DP-HDB (``"dp_hdb"``), DP-UCB (``"dp_ucb"``) and episodic ridge (``"episodic_ridge"``), all
+* private: DP-HDB (``"dp_hdb"``), DP-UCB (``"dp_ucb"``), episodic ridge (``"episodic_ridge"``) and FLIPHAT
+  (``"fliphat"``), all
   (epsilon, delta)-JDP with delta = 1/T;
 * non-private references: the LASSO bandit (``"lasso"``), LinUCB (``"linucb"``), uniform random (``"random"``).
 
@@ -66,6 +67,7 @@ AGENTS_51: tuple[tuple[str, str], ...] = (
     ("dp_hdb", "DP-HDB"),
     ("dp_ucb", "DP-UCB"),
     ("episodic_ridge", "episodic ridge"),
+    ("fliphat", "FLIPHAT"),
     ("lasso", "LASSO bandit (non-private)"),
     ("linucb", "LinUCB (non-private)"),
     ("random", RANDOM_LABEL),

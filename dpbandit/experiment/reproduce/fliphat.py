@@ -43,7 +43,7 @@ from dpbandit.experiment.runner import simulate
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
 from dpbandit.validation import check_epsilon, check_int
 
-__all__ = ["PUBLISHED", "PAPER", "QUICK", "env_kwargs", "run_fliphat", "fliphat_table", "main"]
+__all__ = ["PAPER", "PUBLISHED", "QUICK", "env_kwargs", "fliphat_table", "main", "run_fliphat"]
 
 #: Published final regrets (T = 1e4, d = 400): sunritc/FLIPHAT simulations/result_effect_K.npy, mean of 50 runs.
 PUBLISHED: dict[int, dict[float, float]] = {2: {0.5: 6739, 1.0: 3901, 2.0: 2022, 5.0: 862},
@@ -133,10 +133,10 @@ def _markdown(table: pd.DataFrame) -> str:
 
 
 def format_summary(results: pd.DataFrame, table: pd.DataFrame, horizon: int) -> str:
-    lines = [f"FLIPHAT setting (d = {DIM}, s* = {SPARSITY}, AR(0.1) contexts, noise 0.1, delta = {DELTA}, "
-             f"T = {horizon}): final cumulative regret, mean ± 95% CI over seeds, the same users in every column.",
-             "NOT PRIVATE = the FLIPHAT code's calibration (lambda = eta B: 4 x_max = 13.9x too little noise, "
-             "unclipped contexts); its guarantee is 'none'. 'correct' columns are (epsilon, delta)-JDP.",
+    lines = [(f"FLIPHAT setting (d = {DIM}, s* = {SPARSITY}, AR(0.1) contexts, noise 0.1, delta = {DELTA}, "
+              f"T = {horizon}): final cumulative regret, mean ± 95% CI over seeds, the same users in every column."),
+             ("NOT PRIVATE = the FLIPHAT code's calibration (lambda = eta B: 4 x_max = 13.9x too little noise, "
+              "unclipped contexts); its guarantee is 'none'. 'correct' columns are (epsilon, delta)-JDP."),
              "", table.to_string(index=False), "", "References (no epsilon):"]
     refs = results[results["epsilon"].isna()]
     for (k, name), part in refs.groupby(["K", "column"], sort=False):
