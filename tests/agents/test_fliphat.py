@@ -37,7 +37,7 @@ def env_of(env_id="dpbandit/SparseLinear-v0", **kw):
 def test_conformance_and_quick_audit(env_id, params):
     env = env_of(env_id, horizon=200)
     agent = make_agent("fliphat", env, **params)
-    check_private_agent(agent, env, audit=True, audit_samples=600)
+    check_private_agent(agent, env, n_rounds=16, audit=True, audit_samples=600)
 
 
 def test_noise_off_is_an_agent_without_guarantee():
