@@ -24,6 +24,7 @@ __all__ = [
     "check_delta",
     "check_probability",
     "check_generator",
+    "check_run_name",
 ]
 
 
@@ -122,5 +123,21 @@ def check_generator(value: Any, name: str = "rng") -> np.random.Generator:
         raise TypeError(
             f"{name} must be a numpy.random.Generator (build one with dpbandit.seeding.stream), "
             f"got {type(value).__name__}"
+        )
+    return value
+
+
+def check_run_name(value: Any, name: str = "name") -> str:
+    """A run name: one folder name inside the output folder (``<out>/<name>``), never a path.
+
+    Refuses the empty string, ``"."`` and ``".."``, and any ``/``, ``\\`` or NUL character (so no absolute path
+    and no way out of ``<out>``), before anything touches the file system.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string (one folder name), got {value!r} of type {type(value).__name__}")
+    if value in ("", ".", "..") or any(c in value for c in "/\\\0") or value.strip() != value:
+        raise ValueError(
+            f"{name} must be a single folder name (not empty, not '.' or '..', no '/' or backslash, no leading or "
+            f"trailing spaces), got {value!r}"
         )
     return value

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpbandit.validation import check_int
+from dpbandit.validation import check_int, check_run_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -150,8 +150,7 @@ class ExperimentConfig:
         check_int("n_jobs", self.n_jobs, low=1)
         if self.checkpoints is not None:
             check_int("checkpoints", self.checkpoints, low=2)
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+        check_run_name(self.name)
         if not isinstance(self.out, str) or not self.out:
             raise TypeError(f"out must be a non-empty path string, got {self.out!r}")
 

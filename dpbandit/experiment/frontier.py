@@ -52,7 +52,7 @@ from dpbandit.experiment.frontier_report import (
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
 from dpbandit.experiment.runner import run_experiment
 from dpbandit.privacy.report import CORRECT
-from dpbandit.validation import check_delta, check_epsilon, check_int
+from dpbandit.validation import check_delta, check_epsilon, check_int, check_run_name
 
 __all__ = ["EPSILONS", "HORIZONS", "QUICK", "RESULT_COLUMNS", "FrontierConfig", "FrontierResult", "run_frontier",
            "frontier_table", "first_epsilon_beating", "plot_frontier", "main"]
@@ -144,8 +144,7 @@ class FrontierConfig:
                 raise ValueError(f"agent_params[{n!r}] must not set epsilon or delta (set by the sweep)")
         check_int("n_jobs", self.n_jobs, low=1)
         check_int("checkpoints", self.checkpoints, low=2)
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+        check_run_name(self.name)
 
     def env_label(self, horizon: int) -> str:
         return f"T={horizon}"

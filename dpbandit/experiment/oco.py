@@ -44,12 +44,12 @@ from dpbandit.experiment.results import (
     checkpoint_rounds,
     load_job,
     package_versions,
-    prepare_run_dir,
     store_job,
     summary_table,
     write_atomic,
     write_json_atomic,
 )
+from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.runner import execute_jobs
 from dpbandit.optim.losses import Loss
 from dpbandit.optim.projections import Domain
@@ -156,10 +156,14 @@ def run_oco(config: OCOConfig, out: str | Path | bool | None = None, progress: b
     if not isinstance(config, OCOConfig):
         raise TypeError(f"config must be an OCOConfig, got {type(config).__name__}")
     plan = config.validate()
+    if out is False:
+        return _run(config, plan, None, progress)
+    with open_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh) as run_dir:
+        return _run(config, plan, run_dir, progress)
+
+
+def _run(config: OCOConfig, plan: list, run_dir: Path | None, progress: bool) -> OCOResult:
     runs = [(p, s) for p, s, reason in plan if not reason]
-    run_dir = None
-    if out is not False:
-        run_dir = prepare_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh)
     started = time.perf_counter()
     manifest = {"status": "running", "kind": "oco", "config": config.to_dict(), "config_hash": config.config_hash(),
                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "versions": package_versions()}

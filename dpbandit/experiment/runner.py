@@ -42,12 +42,12 @@ from dpbandit.agents import make_agent
 from dpbandit.agents.base import Agent
 from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
 from dpbandit.experiment.plots import plot_regret
+from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.results import (
     COLUMNS,
     checkpoint_rounds,
     load_job,
     package_versions,
-    prepare_run_dir,
     store_job,
     summary_table,
     write_atomic,
@@ -169,9 +169,14 @@ def run_experiment(
     if dask_address is not None and backend != "dask":
         raise ValueError("dask_address is only used with backend='dask'")
     config.validate()
-    run_dir = None
-    if out is not False:
-        run_dir = prepare_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh)
+    if out is False:
+        return _run(config, None, progress, backend, dask_address)
+    with open_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh) as run_dir:
+        return _run(config, run_dir, progress, backend, dask_address)
+
+
+def _run(config: ExperimentConfig, run_dir: Path | None, progress: bool, backend: str,
+         dask_address: str | None) -> RunResult:
     manifest: dict[str, Any] = {
         "status": "running",
         "config": config.to_dict(),
