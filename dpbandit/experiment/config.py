@@ -50,7 +50,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = [
-    "AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "parse_seeds", "config_digest", "DEFAULT_CONFIG",
+    "AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "make_env", "parse_seeds", "config_digest",
+    "DEFAULT_CONFIG",
 ]
 
 #: The packaged default experiment run by ``dpbandit run`` without ``--config``.
@@ -212,20 +213,35 @@ class ExperimentConfig:
 
     def validate(self) -> None:
         """Build the environment and every agent once, so bad ids or hyperparameters fail before any job runs."""
-        import gymnasium
-
         from dpbandit.agents import make_agent
 
         for env_spec in self.envs:
-            try:
-                env = gymnasium.make(env_spec.id, **env_spec.kwargs)
-            except gymnasium.error.Error as exc:
-                raise ValueError(f"env id {env_spec.id!r} cannot be made: {exc}") from exc
+            env = make_env(env_spec.id, **env_spec.kwargs)
             try:
                 for spec in self.agents:
                     make_agent(spec.type, env, **spec.params)
             finally:
                 env.close()
+
+
+def make_env(env_id: str, **kwargs: Any) -> Any:
+    """``gymnasium.make(env_id, **kwargs)`` for a dpbandit environment (one whose unwrapped env carries
+    :class:`~dpbandit.envs.constants.BanditConstants`). ``ValueError`` for an id gymnasium cannot make (unknown,
+    or a dependency missing) and for an environment of another kind (e.g. ``CartPole-v1``), naming the id."""
+    import gymnasium
+
+    import dpbandit.envs  # noqa: F401  (registers the dpbandit environments)
+    from dpbandit.envs.constants import BanditConstants
+
+    try:
+        env = gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.Error as exc:
+        raise ValueError(f"env id {env_id!r} cannot be made: {exc} ('dpbandit envs' lists the environments)") from exc
+    if not isinstance(getattr(env.unwrapped, "constants", None), BanditConstants):
+        env.close()
+        raise ValueError(f"env id {env_id!r} is not a dpbandit contextual-bandit environment (it has no bandit "
+                         "constants); dpbandit runs the environments listed by 'dpbandit envs'")
+    return env
 
 
 def _check_unique(kind: str, labels: list[str]) -> None:

@@ -36,12 +36,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import gymnasium
 import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, hyperparameters, make_agent
-from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, parse_seeds
+from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, make_env, parse_seeds
+from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.frontier_report import (
     RESULT_COLUMNS,
     epsilon_text,
@@ -195,7 +195,7 @@ def _privacy_reports(fc: FrontierConfig) -> dict[tuple[str, float, int], Any]:
     config, labels = fc.experiment()
     reports, kinds = {}, set()
     for T, env_spec in zip(fc.horizons, config.envs):
-        env = gymnasium.make(env_spec.id, **env_spec.kwargs)
+        env = make_env(env_spec.id, **env_spec.kwargs)
         try:
             for spec in config.agents:
                 name, eps, role = labels[spec.label]
@@ -341,9 +341,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return cli_command(args)
-    except (ValueError, TypeError) as exc:
-        print(f"dpbandit frontier: error: {exc}", file=sys.stderr)
-        return 2
+    except EXPECTED as exc:
+        return report("dpbandit frontier", exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

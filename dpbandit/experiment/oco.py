@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from dpbandit.experiment.comparators import best_in_hindsight, comparator_domain, hindsight_gap
+from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.oco_config import PROBLEMS, LearnerSpec, OCOConfig, default_learners
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import (
@@ -242,9 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.seeds is not None:
             settings["seeds"] = tuple(range(check_int("seeds", args.seeds, low=1)))
         result = run_oco(OCOConfig(**settings), progress=not args.no_progress, fresh=args.fresh)
-    except (TypeError, ValueError) as exc:
-        print(f"dpbandit oco: error: {exc}", file=sys.stderr)
-        return 2
+    except EXPECTED as exc:
+        return report("dpbandit oco", exc)
     if result.resumed_jobs:
         print(f"Resumed: {result.resumed_jobs} finished job(s) read back from {result.run_dir / 'jobs'}")
     with pd.option_context("display.width", 160, "display.max_columns", 20):

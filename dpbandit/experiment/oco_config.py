@@ -105,6 +105,8 @@ class OCOConfig:
         check_int("checkpoints", self.checkpoints, low=2)
         check_int("n_jobs", self.n_jobs, low=1)
         check_run_name(self.name)
+        for problem in problems:
+            self.stream(problem)  # refuses up front a stream that cannot fit in memory
         if not isinstance(self.out, str) or not self.out:
             raise TypeError(f"out must be a non-empty path string, got {self.out!r}")
 

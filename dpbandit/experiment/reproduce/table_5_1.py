@@ -37,6 +37,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpbandit.envs.streams import RegressionStream
+from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
 from dpbandit.experiment.rundir import LOCK_FILE, run_lock
 from dpbandit.optim.frank_wolfe import CALIBRATIONS, DPTOFW, PublishedSettingWarning
@@ -143,6 +144,7 @@ class Table51Config:
         check_int("sgd_max_horizon", self.sgd_max_horizon, low=0)
         check_int("n_jobs", self.n_jobs, low=1)
         check_run_name(self.name)
+        RegressionStream(max(self.dims), max(self.horizons), theta="code")  # refuses up front what cannot fit
 
     def algorithms(self, horizon: int, p: float) -> tuple[str, ...]:
         if p == 1.5:
@@ -363,8 +365,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point (``dpbandit reproduce table-5.1 ...``); returns the exit code."""
-    import sys
-
     args = build_parser().parse_args(argv)
     base = QUICK if args.quick else Table51Config()
     changes = {k: v for k, v in vars(args).items()
@@ -375,9 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = dataclasses.replace(base, **changes)
         result = run_table_5_1(config, out=args.out, progress=not args.no_progress)
-    except (ValueError, TypeError) as exc:
-        print(f"dpbandit reproduce table-5.1: error: {exc}", file=sys.stderr)
-        return 2
+    except EXPECTED as exc:
+        return report("dpbandit reproduce table-5.1", exc)
     print(to_markdown(result.table, config))
     print(f"Results: {result.run_dir / 'results.csv'}\nTable:   {result.run_dir / 'table.md'}\n"
           f"Manifest: {result.run_dir / 'manifest.json'}")
