@@ -233,14 +233,29 @@ def make_env(env_id: str, **kwargs: Any) -> Any:
     import dpbandit.envs  # noqa: F401  (registers the dpbandit environments)
     from dpbandit.envs.constants import BanditConstants
 
+    def foreign(env: Any) -> bool:
+        if isinstance(getattr(env.unwrapped, "constants", None), BanditConstants):
+            return False
+        env.close()
+        return True
+
+    message = (f"env id {env_id!r} is not a dpbandit contextual-bandit environment (it has no bandit constants); "
+               "dpbandit runs the environments listed by 'dpbandit envs'")
     try:
         env = gymnasium.make(env_id, **kwargs)
     except gymnasium.error.Error as exc:
         raise ValueError(f"env id {env_id!r} cannot be made: {exc} ('dpbandit envs' lists the environments)") from exc
-    if not isinstance(getattr(env.unwrapped, "constants", None), BanditConstants):
-        env.close()
-        raise ValueError(f"env id {env_id!r} is not a dpbandit contextual-bandit environment (it has no bandit "
-                         "constants); dpbandit runs the environments listed by 'dpbandit envs'")
+    except TypeError:  # a keyword the environment does not take: say so, unless it is not a bandit at all
+        try:
+            plain = gymnasium.make(env_id)
+        except Exception:  # noqa: BLE001 - the original TypeError is the informative one
+            raise
+        if foreign(plain):
+            raise ValueError(message) from None
+        plain.close()
+        raise
+    if foreign(env):
+        raise ValueError(message)
     return env
 
 

@@ -247,7 +247,7 @@ def _holder_text(path: Path) -> str:
 
 def _take(fd: int, path: Path) -> Any:
     message = (f"run directory {str(path.parent)!r} is in use by another dpbandit process ({{}}): wait for it to "
-               f"finish, or run under another name; if no such process exists, delete {str(path)!r}")
+               "finish, or run under another name")
     try:
         import fcntl
     except ImportError:  # pragma: no cover - non-POSIX
@@ -261,7 +261,7 @@ def _take(fd: int, path: Path) -> Any:
         info = _lock_info(path)
         if info and info.get("host") == socket.gethostname() and info.get("pid") != os.getpid() and \
                 _alive(int(info.get("pid", -1))):
-            raise RunLockedError(message.format(_holder_text(path)))
+            raise RunLockedError(message.format(_holder_text(path)) + f"; if it is not running, delete {str(path)!r}")
     record = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                          "since": datetime.now(timezone.utc).isoformat(timespec="seconds")})
     os.ftruncate(fd, 0)
