@@ -96,6 +96,10 @@ class AgentSpec:
             raise TypeError(f"agent type must be a non-empty string or an Agent subclass, got {self.type!r}")
         if not isinstance(self.label, str):
             raise TypeError(f"agent label must be a string, got {self.label!r}")
+        if not is_class and ":" in self.type:
+            from dpbandit.agents import check_import_path
+
+            check_import_path(self.type)  # the form only: the module is imported by validate(), after the rest
         if not self.label:
             label = (getattr(self.type, "name", "") or self.type.__name__) if is_class else self.type
             object.__setattr__(self, "label", label)
@@ -212,16 +216,24 @@ class ExperimentConfig:
         return dataclasses.replace(self, **changes)
 
     def validate(self) -> None:
-        """Build the environment and every agent once, so bad ids or hyperparameters fail before any job runs."""
+        """Build the environment and every agent once, so bad ids or hyperparameters fail before any job runs.
+
+        Agents given as ``"package.module:ClassName"`` come last: their module is imported (its code runs) only
+        after every environment and every other agent of the configuration has been validated."""
         from dpbandit.agents import make_agent
 
-        for env_spec in self.envs:
-            env = make_env(env_spec.id, **env_spec.kwargs)
-            try:
-                for spec in self.agents:
-                    make_agent(spec.type, env, **spec.params)
-            finally:
-                env.close()
+        imported = [isinstance(spec.type, str) and ":" in spec.type for spec in self.agents]
+        for second_pass in (False, True):
+            specs = [spec for spec, late in zip(self.agents, imported) if late == second_pass]
+            if second_pass and not specs:
+                break
+            for env_spec in self.envs:
+                env = make_env(env_spec.id, **env_spec.kwargs)
+                try:
+                    for spec in specs:
+                        make_agent(spec.type, env, **spec.params)
+                finally:
+                    env.close()
 
 
 def make_env(env_id: str, **kwargs: Any) -> Any:
