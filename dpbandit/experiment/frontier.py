@@ -27,6 +27,7 @@ Python: ``run_frontier(FrontierConfig(agents=("dp_ucb",), horizons=(10_000,)))``
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -50,6 +51,7 @@ from dpbandit.experiment.frontier_report import (
     plot_frontier,
 )
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
+from dpbandit.experiment.rundir import LOCK_FILE
 from dpbandit.experiment.runner import run_experiment
 from dpbandit.privacy.report import CORRECT
 from dpbandit.validation import check_delta, check_epsilon, check_int, check_run_name
@@ -218,6 +220,27 @@ def _privacy_reports(fc: FrontierConfig) -> dict[tuple[str, float, int], Any]:
     return reports
 
 
+def _check_outer(run_dir: Path, name: str) -> None:
+    """Refuse (before writing anything) a folder that is neither empty, nor holds only the sweep of an unfinished
+    run, nor a finished frontier of this name: its files are never overwritten."""
+    if not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise ValueError(f"{str(run_dir)!r} exists and is not a folder: choose another name or out folder")
+    others = [p.name for p in run_dir.iterdir() if p.name not in ("sweep", LOCK_FILE)]
+    if not others:
+        return
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        ours = isinstance(manifest, dict) and manifest.get("config", {}).get("name") == name and "frontier" in \
+            manifest.get("files", {})
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise ValueError(f"run directory {str(run_dir)!r} exists but is not a dpbandit frontier named {name!r}; it "
+                         "is left untouched: choose another name or out folder")
+
+
 def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progress: bool = True, *,
                  fresh: bool = False) -> FrontierResult:
     """Run the sweep ``fc`` into ``<out>/<fc.name>`` (default ``out``: ``fc.out``; False: in memory).
@@ -231,6 +254,8 @@ def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progr
     reports = _privacy_reports(fc)  # builds every private agent once per horizon: bad input fails before any job
     config, labels = fc.experiment()
     run_dir = None if out is False else Path(fc.out if out in (None, True) else out) / fc.name
+    if run_dir is not None:
+        _check_outer(run_dir, fc.name)
     result = run_experiment(config, out=False if run_dir is None else run_dir, progress=progress, fresh=fresh)
     results = result.results.copy()
     horizon_of = {fc.env_label(T): T for T in fc.horizons}

@@ -125,3 +125,16 @@ def test_fresh_deletes_nothing_outside_out_through_a_link(tmp_path):
         prepare_run_dir(out, "linked", "b" * 64, fresh=True)
     assert (elsewhere / "results.csv").read_text() == "precious"
     _intact(tmp_path, out)
+
+
+def test_frontier_never_writes_into_a_folder_that_is_not_its_run(tmp_path, capsys):
+    out = _plant(tmp_path)
+    (out / "frontier-quick").mkdir()
+    (out / "frontier-quick" / "results.csv").write_text("precious")
+    args = ["frontier", "--quick", "--agents", "dp_ucb", "--out", str(out), "--no-progress"]
+    for extra in ([], ["--fresh"]):
+        assert main(args + extra) == 2
+        assert "is not a dpbandit frontier named 'frontier-quick'" in capsys.readouterr().err
+    assert (out / "frontier-quick" / "results.csv").read_text() == "precious"
+    assert sorted(p.name for p in (out / "frontier-quick").iterdir()) == ["results.csv"]
+    _intact(tmp_path, out)
