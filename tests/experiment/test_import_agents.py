@@ -3,6 +3,8 @@ code) is imported only after the rest of the configuration validated (issue 13, 
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from dpbandit.agents import agent_class
@@ -26,7 +28,9 @@ def module(tmp_path, monkeypatch):
     marker = tmp_path / "imported.txt"
     (tmp_path / "side_effect_agents.py").write_text(MODULE.format(marker=str(marker)))
     monkeypatch.syspath_prepend(str(tmp_path))
+    sys.modules.pop("side_effect_agents", None)  # every test starts from a module that was never imported
     yield marker
+    sys.modules.pop("side_effect_agents", None)
 
 
 def _config(tmp_path, agents, env='id = "dpbandit/SparseLinear-v0"\nhorizon = 20'):
