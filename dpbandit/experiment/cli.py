@@ -69,7 +69,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     if missing:
         raise ValueError(f"{str(table)!r} holds no regret curves (no column {', '.join(missing)}): this kind of run "
                          "has no regret plot; its manifest.json lists the files it wrote")
-    path = plot_regret(frame, args.output or run_dir / "regret.png", title=args.title)
+    try:
+        path = plot_regret(frame, args.output or run_dir / "regret.png", title=args.title)
+    except (KeyError, IndexError) as exc:  # a table this plot does not understand: one line, not a traceback
+        raise ValueError(f"cannot draw a regret plot from {str(table)!r} ({type(exc).__name__}: {exc})") from exc
     print(f"Regret plot: {path}")
     return 0
 
