@@ -302,7 +302,7 @@ def store_job(run_dir: Path, stem: str, frame: pd.DataFrame, meta: Any) -> None:
     data = frame.to_csv(index=False).encode("utf-8")
     write_atomic(run_dir / "jobs" / f"{stem}.csv", lambda p: p.write_bytes(data))
     record = {"format": _JOB_FORMAT, "csv": f"{stem}.csv", "rows": len(frame),
-              "dtypes": {str(c): str(t) for c, t in frame.dtypes.items()},
+              "dtypes": _kinds(frame),
               "sha256": hashlib.sha256(data).hexdigest(), "meta": meta}
     write_json_atomic(run_dir / "jobs" / f"{stem}.json", record)
 
@@ -336,11 +336,17 @@ def load_job(run_dir: Path, stem: str) -> tuple[pd.DataFrame, Any] | None:
         frame = pd.read_csv(io.BytesIO(data), **_EXACT_CSV)
     except (ValueError, pd.errors.ParserError) as exc:  # EmptyDataError is a ValueError
         return _recompute(f"job file {str(csv_path)!r} cannot be parsed ({exc})")
-    got = {str(c): str(t) for c, t in frame.dtypes.items()}
+    got = _kinds(frame)
     if len(frame) != rows or got != dtypes:
         return _recompute(f"job file {str(csv_path)!r} reads back as {len(frame)} rows with dtypes {got}, its "
                           f"record says {rows} rows with {dtypes}")
     return frame, meta
+
+
+def _kinds(frame: pd.DataFrame) -> dict[str, str]:
+    """Column -> "int", "float", "bool" or "text" (text columns read back as object or str depending on pandas)."""
+    names = {"i": "int", "u": "int", "f": "float", "b": "bool"}
+    return {str(c): names.get(getattr(t, "kind", ""), "text") for c, t in frame.dtypes.items()}
 
 
 def _recompute(reason: str) -> None:
