@@ -47,6 +47,7 @@ import pandas as pd
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, make_agent
 from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
+from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import mean_ci, write_atomic
 from dpbandit.experiment.runner import RunResult, run_experiment
@@ -268,9 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run_cli(args)
-    except (ValueError, TypeError) as exc:
-        print(f"dpbandit reproduce figure-5.1: error: {exc}", file=sys.stderr)
-        return 2
+    except EXPECTED as exc:
+        return report("dpbandit reproduce figure-5.1", exc)
 
 
 if __name__ == "__main__":  # pragma: no cover
