@@ -105,26 +105,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``dpbandit replay`` (errors propagate to the one-line handler of ``dpbandit``'s main)."""
     from dpbandit.experiment.config import _agent_from_mapping
     from dpbandit.offline import read_logged
 
     args = _parser().parse_args(argv)
-    try:
-        specs = [_agent_spec(a) for a in args.agent]
-        if args.config:
-            specs += [_agent_from_mapping(a, i) for i, a in enumerate(_toml(args.config).get("agents", []))]
-        if not specs:
-            raise ValueError("name at least one agent: --agent TYPE (e.g. --agent random) or --config FILE.toml")
-        if args.seeds < 1:
-            raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-        data = read_logged(args.log, n_actions=args.n_actions)
-        table = replay_table(data, specs, range(args.seeds), horizon=args.horizon, uniform=args.uniform,
-                             shuffle=args.shuffle, context_norm=args.context_norm, context_bound=args.context_bound,
-                             reward_range=tuple(args.reward_range), theta_norm=args.theta_norm,
-                             theta_bound=args.theta_bound)
-    except (ValueError, TypeError) as exc:
-        print(f"dpbandit replay: error: {exc}", file=sys.stderr)
-        return 2
+    specs = [_agent_spec(a) for a in args.agent]
+    if args.config:
+        specs += [_agent_from_mapping(a, i) for i, a in enumerate(_toml(args.config).get("agents", []))]
+    if not specs:
+        raise ValueError("name at least one agent: --agent TYPE (e.g. --agent random) or --config FILE.toml")
+    if args.seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    data = read_logged(args.log, n_actions=args.n_actions)
+    table = replay_table(data, specs, range(args.seeds), horizon=args.horizon, uniform=args.uniform,
+                         shuffle=args.shuffle, context_norm=args.context_norm, context_bound=args.context_bound,
+                         reward_range=tuple(args.reward_range), theta_norm=args.theta_norm,
+                         theta_bound=args.theta_bound)
     print(f"{Path(args.log).name}: {data.n_rounds} logged rounds, {data.n_actions} actions, d={data.dim}, "
           f"propensities {'logged' if data.pscore is not None else 'uniform (declared)'}; {args.seeds} seed(s)")
     shown = table.drop(columns=["privacy_scope"])

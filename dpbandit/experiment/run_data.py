@@ -3,7 +3,8 @@
 A run directory (written by :func:`~dpbandit.experiment.runner.run_experiment`, ``dpbandit run`` and the commands
 built on it) holds ``manifest.json``, ``results`` and ``summary`` tables (``.csv`` or ``.parquet``, named in the
 manifest's ``files``) and ``jobs/``. A run that was interrupted before it finished has no results table yet: its
-finished jobs (``jobs/*.csv`` with their ``.json`` markers) are read instead and ``complete`` is False.
+finished jobs (``jobs/*.csv`` with their ``.json`` integrity records; a damaged job is skipped with a warning) are
+read instead and ``complete`` is False.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 import pandas as pd
 
+from dpbandit.experiment.results import load_job
 from dpbandit.privacy.report import PrivacyReport
 
 __all__ = ["LoadedRun", "load_run", "final_values"]
@@ -75,15 +77,14 @@ def load_run(path: str | Path) -> LoadedRun:
         summary_path = run_dir / files.get("summary", "summary.csv")
         summary = _read_table(summary_path) if summary_path.is_file() else None
     else:
-        stems = [s for s in sorted(p.with_suffix("") for p in (run_dir / "jobs").glob("*.json"))
-                 if s.with_suffix(".csv").is_file()]
-        if not stems:
+        jobs = [load_job(run_dir, p.stem) for p in sorted((run_dir / "jobs").glob("*.json"))]
+        jobs = [job for job in jobs if job is not None]  # damaged jobs are skipped with a warning naming the file
+        if not jobs:
             raise ValueError(f"run {str(run_dir)!r} has no results yet (no finished job)")
-        results = pd.concat([pd.read_csv(s.with_suffix(".csv")) for s in stems], ignore_index=True)
+        results = pd.concat([frame for frame, _ in jobs], ignore_index=True)
     reports = dict(manifest.get("privacy", {}))
     if not complete:  # the manifest gets the reports at the end: read them from the finished jobs
-        for stem in stems:
-            meta = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))
+        for _, meta in jobs:
             if isinstance(meta, dict) and "env" in meta and "agent" in meta:
                 reports.setdefault(f"{meta['env']} / {meta['agent']}", meta.get("privacy_report"))
     privacy = {name: None if report is None else PrivacyReport.from_dict(report) for name, report in reports.items()}
