@@ -2,7 +2,7 @@
 
 * ``site/api/``: the API reference of every module, rendered by pdoc from the docstrings (full text, not only the
   first paragraph as in ``docs/api.md``);
-* ``site/guide/``: ``README.md`` and the pages of ``docs/`` rendered from Markdown;
+* ``site/guide/``: ``README.md`` and the pages of ``docs/`` (all but the short ``api.md``) rendered from Markdown;
 * ``site/notebooks/``: the teaching notebooks *with their outputs*: the executed copies in ``--executed DIR``
   (``.ci/run`` lets the test suite save them there, so nothing runs twice) or, without it, executed here;
 * ``site/index.html``: links to all of it.
@@ -69,7 +69,9 @@ def build_api(out: Path) -> None:
 def build_guide(out: Path) -> list[tuple[str, str]]:
     out.mkdir(parents=True, exist_ok=True)
     links = []
-    for source, title in PAGES:
+    others = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")
+                    if p.name != "api.md" and str(p.relative_to(ROOT)) not in dict(PAGES))
+    for source, title in [*PAGES, *((o, Path(o).stem.replace("-", " ").capitalize()) for o in others)]:
         name = Path(source).stem.lower() + ".html"
         (out / name).write_text(_page(title, _markdown((ROOT / source).read_text(encoding="utf-8"))),
                                 encoding="utf-8")
