@@ -36,6 +36,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 import dpbandit.envs  # noqa: F401  (registers the environments, also inside worker processes)
 from dpbandit.agents import make_agent
@@ -66,7 +67,17 @@ def simulate(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | Non
 
     Returns a frame with columns ``t, reward, regret, cumulative_reward, cumulative_regret`` at the rounds given
     by :func:`~dpbandit.experiment.results.checkpoint_rounds` (every round when ``checkpoints`` is None).
+
+    The loop runs with BLAS limited to one thread: a round's linear algebra is small (at most a few (d+1)^2
+    matrices), so BLAS threads cost more in hand-offs than they save, and on a machine whose cores are busy with
+    other work (parallel jobs, other users) their spin-waiting made LinUCB at d = 200 ten times slower
+    (``benchmarks/linucb_benchmark.py``). Parallelism belongs to the seeds (``n_jobs``).
     """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _play(env, agent, seed, checkpoints)
+
+
+def _play(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | None) -> pd.DataFrame:
     horizon = env.unwrapped.constants.horizon
     rounds = checkpoint_rounds(horizon, checkpoints)
     n = rounds.size
