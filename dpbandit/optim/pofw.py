@@ -172,8 +172,10 @@ class DPPOFWBatch:
         x = np.asarray(x, dtype=float)
         if x.shape != (self.dim,):
             raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
-        x, x_inf = self._check_features(x, np.abs(x).max(keepdims=True))
-        x_inf = float(x_inf[0])
+        x_inf = float(np.abs(x).max())
+        if not x_inf <= self.feature_bound:  # NaN, inf or over the bound: the checks (and clip) of update()
+            x, x_inf = self._check_features(x, np.array([x_inf]))
+            x_inf = float(x_inf[0])
         y = float(y)
         if not math.isfinite(y):
             raise ValueError(f"y must be finite, got {y!r}")
@@ -186,8 +188,8 @@ class DPPOFWBatch:
             prev = min(max(float(self.loss.dphi(z_prev, y)), -limit), limit)
             row = self.S[index]
             row += ((t + 1.0) * now - t * prev) * x
-            self._scores[index, : self.dim] = -row
-            self._s_inf[index] = np.abs(row).max()
+            np.negative(row, out=self._scores[index, : self.dim])
+            self._s_inf[index] = max(-row.min(), row.max())
         self._select_and_move(t)
 
     def _check_features(self, X: np.ndarray, x_inf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -236,7 +238,8 @@ class DPPOFWBatch:
         d = self.dim
         j = k % d
         value = np.where(k < d, cal.radius, -cal.radius)
-        self.V[self._rows, j] += value
+        flat = self.V.reshape(-1)  # a view (V is C-contiguous); a flat index is cheaper than a 2-D fancy one
+        flat[j + d * self._rows] += value
         self._last_j, self._last_value = j, value
 
     def _log_weights(self, rows: np.ndarray, a: float) -> np.ndarray:
@@ -276,7 +279,7 @@ class DPPOFWBatch:
         d2 = 2 * self.dim
         while rows.size:
             k = self.rng.integers(0, d2, size=(rows.size, _REJECTION_BATCH))
-            logw = a * self._scores[rows[:, None], k]
+            logw = a * np.take(self._scores, k + d2 * rows[:, None])  # flat take: cheaper than a 2-D fancy index
             accept = self.rng.random(k.shape) < np.exp(logw - envelope[rows, None])
             hit = accept.any(axis=1)
             first = accept.argmax(axis=1)
