@@ -56,8 +56,12 @@ actions of all other users are (epsilon, delta)-JDP. Forms, from ``constants.str
   every arm's tree is calibrated at the full (epsilon, delta), with no split, and the ledger records the K trees as
   that one mechanism.
 
-Cost per round: ``O(M (d+1)^2)`` tree work and noise, and ``M`` Cholesky factorisations ``O(d^3)``, M = 1 (shared) or
-K (disjoint; with noise off only the played arm's model changes, M = 1). Benchmark: ``benchmarks/dpucb_benchmark.py``.
+Cost per round: ``O(M (d+1)^2)`` tree work and noise (M (d+1)(d+2)/2 normals: the tree keeps the packed upper
+triangles, :class:`DPUCBCurator`), and ``M`` Cholesky factorisations ``O(d^3)`` in one batched LAPACK call, M = 1
+(shared) or K (disjoint; with noise off only the played arm's model changes and only its factor is recomputed).
+``benchmarks/dpucb_benchmark.py`` prints it as a ratio to that bare work measured in the same run. Since issue 15
+the node noise fills packed entries column by column (before: full matrices, row by row): same law, same normals
+per round, but a seed's draws land on other entries, so per-seed results differ from earlier versions.
 """
 
 from __future__ import annotations
@@ -231,18 +235,13 @@ def _cholesky(V: np.ndarray, rho_min: float) -> np.ndarray:
 
 
 class DPUCBCurator(Curator):
-    """Owns the Gram-matrix tree and publishes :class:`DPUCBRelease` s (module docstring).
+    """Owns the Gram-matrix tree and publishes :class:`DPUCBRelease` s (module docstring); ``cal`` fixes every
+    constant, ``rng`` is the job's "privacy" stream.
 
-    ``cal`` fixes every constant (sigma_n included); ``rng`` is the job's "privacy" stream.
-
-    The tree holds the M items ``v v^T`` (zero for the arms not played) as packed vectors ``phi(v v^T)`` of the
-    (d+1)(d+2)/2 entries on and above the diagonal (:mod:`dpbandit.privacy.packed`): with iid
-    ``N(0, sigma_n^2)`` node noise this is exactly the symmetric matrix noise of E5 at the same sigma_n (phi is an
-    isometry, ``||phi(D)||_2 = ||D||_F / sqrt 2``), so the l2 sensitivity of a packed item is ``L~^2`` and the
-    ledger records the Frobenius form. Per round: one node of M (d+1)(d+2)/2 normals (the draws the tree needs),
-    the M Gram blocks unpacked into the lower triangles of one (M, d, d) stack, M Cholesky factorisations in one
-    batched LAPACK call (``numpy.linalg.cholesky``) and M solves for theta. With noise off only the played arm's
-    release changes, and only its factorisation is recomputed (the others are reused).
+    The tree holds the M items ``phi(v v^T)`` (zero for the arms not played), the packed upper triangles of
+    :mod:`dpbandit.privacy.packed`, with iid ``N(0, sigma_n^2)`` node noise: exactly E5's symmetric noise of the same
+    sigma_n (phi is an isometry, ``||phi(D)||_2 = ||D||_F / sqrt 2``, so a packed item's l2 sensitivity is L~^2); the
+    ledger records the Frobenius form. The M Gram blocks are unpacked into the lower triangles of one (M, d, d) stack.
     """
 
     def __init__(self, cal: DPUCBCalibration, n_arms: int, rng: np.random.Generator) -> None:
