@@ -26,6 +26,7 @@ import dpbandit.envs  # noqa: F401
 from dpbandit.agents import make_agent
 from dpbandit.agents.baselines import Greedy, argmax_random_tie
 from dpbandit.agents.linucb import LinUCB
+from dpbandit.agents.ridge import subtract_outer
 from dpbandit.experiment.config import AgentSpec, EnvSpec
 from dpbandit.experiment.results import checkpoint_rounds
 from dpbandit.validation import check_int
@@ -72,12 +73,16 @@ def _play(envs, agents, seeds, checkpoints) -> list[pd.DataFrame]:
     obs = [env.reset(seed=seed)[0] for env, seed in zip(envs, seeds)]
     for agent, seed in zip(agents, seeds):
         agent.reset(seed)
-    W = np.stack([agent.ridge.W for agent in agents])  # (S, M, d+1, d); each agent now works on its slice
+    # (S, M, d+1, d) buffers, (S, M, d) response sums, (S, M) counts; each agent's ridge state now views its slice
+    W, B, C = (np.stack([getattr(a.ridge, name) for a in agents]) for name in ("W", "_b", "counts"))
     for s, agent in enumerate(agents):
-        agent.ridge.W = W[s]
+        agent.ridge.W, agent.ridge._b, agent.ridge.counts = W[s], B[s], C[s]
     score = _linucb_scores if isinstance(agents[0], LinUCB) else _greedy_scores
     alpha = getattr(agents[0], "alpha", 0.0)
-    steps, updates, rngs = [e.step for e in envs], [a.update for a in agents], [a.rng for a in agents]
+    # the environments' own step (the wrappers only check the call order, which this loop keeps)
+    steps, rngs = [e.unwrapped.step for e in envs], [a.rng for a in agents]
+    seed_rows = np.arange(S)
+    rewards = np.empty(S)
     rec = np.empty((S, n, 4))
     cum_regret, cum_reward = [0.0] * S, [0.0] * S
     k, next_t = 0, int(rounds[0])
@@ -87,14 +92,16 @@ def _play(envs, agents, seeds, checkpoints) -> list[pd.DataFrame]:
             else np.stack(obs)
         arms = _argmax_random_tie(score(W, O, d, disjoint, alpha), rngs)
         record = t == next_t
+        X = O[seed_rows, arms]  # the played feature vectors (S, d), read before the observations move on
         for s in range(S):
             next_obs, reward, _, _, info = steps[s](arms[s])
-            updates[s](obs[s], arms[s], reward, info)
+            rewards[s] = reward
             cum_regret[s] += info["regret"]
             cum_reward[s] += reward
             if record:
                 rec[s, k] = (reward, info["regret"], cum_reward[s], cum_regret[s])
             obs[s] = next_obs
+        _ridge_update(W, B, C, X, rewards, np.asarray(arms) if disjoint else np.zeros(S, dtype=np.intp), d)
         if record:
             k += 1
             next_t = int(rounds[k]) if k < n else -1
@@ -104,6 +111,22 @@ def _play(envs, agents, seeds, checkpoints) -> list[pd.DataFrame]:
         frame.insert(0, "t", rounds)
         frames.append(frame)
     return frames
+
+
+def _ridge_update(W, B, C, X, y, models, d) -> None:
+    """:meth:`RidgeState.update` of every seed (model ``models[s]`` of seed s gets ``(X[s], y[s])``), with the same
+    per-matrix calls batched; the rank-one step is the same BLAS ``dger`` per seed (a fused multiply-add kernel has
+    no bitwise-equal numpy form)."""
+    rows = np.arange(len(X))
+    r = np.matmul(W[rows, models], X[:, :, None])[..., 0]
+    u = r[:, :d]
+    scale = 1.0 / (1.0 + np.einsum("sd,sd->s", X, u))
+    c = r * scale[:, None]
+    c[:, d] = (r[:, d] - y) * scale
+    for s, m in enumerate(models):
+        subtract_outer(W[s, m], c[s], u[s])
+    B[rows, models] += y[:, None] * X
+    C[rows, models] += 1
 
 
 def _linucb_scores(W: np.ndarray, O: np.ndarray, d: int, disjoint: bool, alpha: float) -> np.ndarray:
