@@ -2,15 +2,15 @@
 
 :func:`simulate_batch` plays the seeds' episodes round by round together and returns, for every seed, the frame
 :func:`~dpbandit.experiment.runner.simulate` returns for it, *bit for bit*. Every seed keeps its own environment and
-agent instance (its own streams, its own ``step`` and ``update``), so nothing about a seed's randomness changes; what
-is batched is the agent's per-round scoring: the S agents' ridge buffers are stacked into one (S, M, d+1, d) array
-(each agent's ``ridge.W`` becomes a view of its slice), and one batched product scores every arm of every seed, with
-the same per-matrix products (same operand layouts, hence the same floating-point results) as the single-seed path.
+agent instance (its own streams), so nothing about a seed's randomness changes. Batched: the agents' scoring and
+ridge updates (their buffers stacked into (S, M, d+1, d) arrays that each agent's ridge state views), with the same
+per-matrix calls and operand layouts as the single-seed path, hence the same floating-point results; and the GLM
+environments' steps, read together from the blocks of rounds each one pre-generated (other environments step seed
+by seed).
 
 Agents with a batched form: :class:`~dpbandit.agents.linucb.LinUCB` and :class:`~dpbandit.agents.baselines.Greedy`
-(exactly these classes; subclasses such as epsilon-greedy are refused). Environments: any whose observations are
-``(K, d)`` arrays (the GLM and dataset environments). Not yet batched: DP-HDB, DP-UCB, the episodic agents, the
-environment step, the runner's automatic use (``batch = "auto"``).
+(exactly these classes; subclasses such as epsilon-greedy are refused). Not yet batched: DP-HDB, DP-UCB, the
+episodic agents, and the runner's automatic use (``batch = "auto"``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from dpbandit.agents import make_agent
 from dpbandit.agents.baselines import Greedy, argmax_random_tie
 from dpbandit.agents.linucb import LinUCB
 from dpbandit.agents.ridge import subtract_outer
+from dpbandit.envs.glm import GLMBanditEnv
 from dpbandit.experiment.config import AgentSpec, EnvSpec
 from dpbandit.experiment.results import checkpoint_rounds
 from dpbandit.validation import check_int
@@ -79,38 +80,89 @@ def _play(envs, agents, seeds, checkpoints) -> list[pd.DataFrame]:
         agent.ridge.W, agent.ridge._b, agent.ridge.counts = W[s], B[s], C[s]
     score = _linucb_scores if isinstance(agents[0], LinUCB) else _greedy_scores
     alpha = getattr(agents[0], "alpha", 0.0)
-    # the environments' own step (the wrappers only check the call order, which this loop keeps)
-    steps, rngs = [e.unwrapped.step for e in envs], [a.rng for a in agents]
+    rngs = [a.rng for a in agents]
+    world = _Lockstep(envs) if all(type(e.unwrapped) is GLMBanditEnv for e in envs) else _SeedBySeed(envs, obs)
     seed_rows = np.arange(S)
-    rewards = np.empty(S)
     rec = np.empty((S, n, 4))
-    cum_regret, cum_reward = [0.0] * S, [0.0] * S
+    cum_regret, cum_reward = np.zeros(S), np.zeros(S)
     k, next_t = 0, int(rounds[0])
     for t in range(1, horizon + 1):
-        # the single-seed operand layouts: disjoint rows are one context broadcast over the K arms (stride 0)
-        O = np.broadcast_to(np.stack([o[0] for o in obs])[:, None, :], (S, *obs[0].shape)) if disjoint \
-            else np.stack(obs)
+        O = world.observations()
         arms = _argmax_random_tie(score(W, O, d, disjoint, alpha), rngs)
-        record = t == next_t
         X = O[seed_rows, arms]  # the played feature vectors (S, d), read before the observations move on
-        for s in range(S):
-            next_obs, reward, _, _, info = steps[s](arms[s])
-            rewards[s] = reward
-            cum_regret[s] += info["regret"]
-            cum_reward[s] += reward
-            if record:
-                rec[s, k] = (reward, info["regret"], cum_reward[s], cum_regret[s])
-            obs[s] = next_obs
-        _ridge_update(W, B, C, X, rewards, np.asarray(arms) if disjoint else np.zeros(S, dtype=np.intp), d)
-        if record:
+        rewards, regrets = world.step(arms)
+        cum_regret += regrets  # float64 additions in the single-seed order: bitwise-equal sums
+        cum_reward += rewards
+        if t == next_t:
+            rec[:, k] = np.column_stack((rewards, regrets, cum_reward, cum_regret))
             k += 1
             next_t = int(rounds[k]) if k < n else -1
+        _ridge_update(W, B, C, X, rewards, np.asarray(arms) if disjoint else np.zeros(S, dtype=np.intp), d)
     frames = []
     for s in range(S):
         frame = pd.DataFrame(rec[s], columns=["reward", "regret", "cumulative_reward", "cumulative_regret"])
         frame.insert(0, "t", rounds)
         frames.append(frame)
     return frames
+
+
+class _SeedBySeed:
+    """Any environments: every seed's own ``step`` (the wrappers only check the call order, which the loop keeps)."""
+
+    def __init__(self, envs, obs):
+        self.steps, self.obs = [e.unwrapped.step for e in envs], obs
+        self.disjoint = envs[0].unwrapped.constants.structure == "disjoint"
+
+    def observations(self) -> np.ndarray:
+        # the single-seed operand layouts: disjoint rows are one context broadcast over the K arms (stride 0)
+        if self.disjoint:
+            return np.broadcast_to(np.stack([o[0] for o in self.obs])[:, None, :], (len(self.obs), *self.obs[0].shape))
+        return np.stack(self.obs)
+
+    def step(self, arms) -> tuple[np.ndarray, np.ndarray]:
+        rewards, regrets = np.empty(len(arms)), np.empty(len(arms))
+        for s, arm in enumerate(arms):
+            self.obs[s], rewards[s], _, _, info = self.steps[s](arm)
+            regrets[s] = info["regret"]
+        return rewards, regrets
+
+
+class _Lockstep:
+    """:class:`~dpbandit.envs.glm.GLMBanditEnv` s read together: ``step`` of every seed at once, from the blocks of
+    rounds each environment pre-generated from its own streams (same block sizes, so their blocks end together).
+    The same values as ``GLMBanditEnv.step``: reward ``rewards[i, a]``, regret ``best[i] - means[i, a]``."""
+
+    def __init__(self, envs):
+        self.envs = [e.unwrapped for e in envs]
+        self.disjoint = self.envs[0].constants.structure == "disjoint"
+        self.rows = np.arange(len(envs))
+        self._load()
+
+    def _load(self) -> None:
+        es = self.envs
+        self.X = np.stack([e._obs[:, 0] if self.disjoint else e._obs for e in es])  # (S, n, d) or (S, n, K, d)
+        self.means = np.stack([e._mean_rewards for e in es])
+        self.rewards = np.stack([e._rewards for e in es])
+        self.best = np.array([e._best for e in es])
+
+    def observations(self) -> np.ndarray:
+        i = self.envs[0]._i
+        if self.disjoint:
+            return np.broadcast_to(self.X[:, i, None, :], (len(self.envs), self.envs[0].n_arms, self.envs[0].dim))
+        return self.X[:, i]
+
+    def step(self, arms) -> tuple[np.ndarray, np.ndarray]:
+        e0, i, a = self.envs[0], self.envs[0]._i, np.asarray(arms)
+        rewards = self.rewards[self.rows, i, a]
+        regrets = self.best[:, i] - self.means[self.rows, i, a]
+        for e in self.envs:
+            e._t += 1
+            e._i += 1
+        if e0._t < e0.horizon and e0._i == len(e0._best):
+            for e in self.envs:
+                e._next_block()
+            self._load()
+        return rewards, regrets
 
 
 def _ridge_update(W, B, C, X, y, models, d) -> None:

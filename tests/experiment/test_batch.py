@@ -43,3 +43,10 @@ def test_agents_without_a_batched_form_are_refused():
         simulate_batch(env, AgentSpec("egreedy"), [0])
     with pytest.raises(ValueError, match="at least one seed"):
         simulate_batch(env, AgentSpec("linucb"), [])
+
+
+def test_other_environments_step_seed_by_seed_with_the_same_results():
+    env = EnvSpec("dpbandit/Iris-v0", {"horizon": 200})
+    agent = AgentSpec("linucb")
+    for seed, frame in zip([1, 2], simulate_batch(env, agent, [1, 2])):
+        assert frame.equals(single(env, agent, seed, None))
