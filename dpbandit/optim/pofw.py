@@ -238,8 +238,7 @@ class DPPOFWBatch:
         d = self.dim
         j = k % d
         value = np.where(k < d, cal.radius, -cal.radius)
-        flat = self.V.reshape(-1)  # a view (V is C-contiguous); a flat index is cheaper than a 2-D fancy one
-        flat[j + d * self._rows] += value
+        self.V[self._rows, j] += value
         self._last_j, self._last_value = j, value
 
     def _log_weights(self, rows: np.ndarray, a: float) -> np.ndarray:
