@@ -34,6 +34,9 @@ from dpbandit.validation import check_int
 
 __all__ = ["simulate_batch", "BATCHED_AGENTS"]
 
+#: Largest (d+1) d for which the played models' buffers are gathered into one batched product in the update.
+_GATHER_LIMIT = 64 * 64
+
 #: Agent classes with a batched form.
 BATCHED_AGENTS: tuple[type, ...] = (LinUCB, Greedy)
 
@@ -170,7 +173,12 @@ def _ridge_update(W, B, C, X, y, models, d) -> None:
     per-matrix calls batched; the rank-one step is the same BLAS ``dger`` per seed (a fused multiply-add kernel has
     no bitwise-equal numpy form)."""
     rows = np.arange(len(X))
-    r = np.matmul(W[rows, models], X[:, :, None])[..., 0]
+    if W.shape[2] * W.shape[3] <= _GATHER_LIMIT:  # small models: gather the played ones, one batched product
+        r = np.matmul(W[rows, models], X[:, :, None])[..., 0]
+    else:  # large ones: the same product per seed, in place (a gather would copy S (d+1) d floats per round)
+        r = np.empty((len(X), d + 1))
+        for s, m in enumerate(models):
+            np.matmul(W[s, m], X[s][:, None], out=r[s][:, None])
     u = r[:, :d]
     scale = 1.0 / (1.0 + np.einsum("sd,sd->s", X, u))
     c = r * scale[:, None]

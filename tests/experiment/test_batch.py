@@ -30,7 +30,7 @@ def test_batched_frames_are_bit_identical_to_single_seed_runs(structure, agent):
 
 
 def test_batched_checkpoints_and_a_block_boundary():
-    env = EnvSpec("dpbandit/SparseLinear-v0", {"horizon": 1500, "dim": 30, "n_arms": 3})
+    env = EnvSpec("dpbandit/SparseLinear-v0", {"horizon": 1500, "dim": 70, "n_arms": 3})  # per-seed update path
     agent = AgentSpec("linucb")
     frames = simulate_batch(env, agent, [5, 6], checkpoints=20)
     for seed, frame in zip([5, 6], frames):
