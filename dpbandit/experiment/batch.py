@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import gymnasium
 import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
@@ -28,7 +27,7 @@ from dpbandit.agents.baselines import Greedy, argmax_random_tie
 from dpbandit.agents.linucb import LinUCB
 from dpbandit.agents.ridge import subtract_outer
 from dpbandit.envs.glm import GLMBanditEnv
-from dpbandit.experiment.config import AgentSpec, EnvSpec
+from dpbandit.experiment.config import AgentSpec, EnvSpec, make_env
 from dpbandit.experiment.results import checkpoint_rounds
 from dpbandit.validation import check_int
 
@@ -55,7 +54,7 @@ def simulate_batch(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Sequence[int
     seeds = [check_int("seed", s, low=0) for s in seeds]
     if not seeds:
         raise ValueError("seeds must contain at least one seed")
-    envs = [gymnasium.make(env_spec.id, **env_spec.kwargs) for _ in seeds]
+    envs = [make_env(env_spec.id, **env_spec.kwargs) for _ in seeds]
     agents = [make_agent(agent_spec.type, env, **agent_spec.params) for env in envs]
     if type(agents[0]) not in BATCHED_AGENTS:
         names = ", ".join(cls.name for cls in BATCHED_AGENTS)
