@@ -6,7 +6,9 @@ agent instance (its own streams), so nothing about a seed's randomness changes. 
 ridge updates (their buffers stacked into (S, M, d+1, d) arrays that each agent's ridge state views), with the same
 per-matrix calls and operand layouts as the single-seed path, hence the same floating-point results; and the GLM
 environments' steps, read together from the blocks of rounds each one pre-generated (other environments step seed
-by seed).
+by seed). Large models (ridge buffers over ``_SEQUENTIAL_ABOVE`` floats, about d > 55 at K = 10) run seed by seed
+through ``simulate``: their round is O(K d^2) array work per seed, and lockstep only streamed every seed's buffers
+through the cache each round (measured slower at d = 200, ``benchmarks/batch_benchmark.py``).
 
 Agents with a batched form: :class:`~dpbandit.agents.linucb.LinUCB` and :class:`~dpbandit.agents.baselines.Greedy`
 (exactly these classes; subclasses such as epsilon-greedy are refused). Not yet batched: DP-HDB, DP-UCB, the
@@ -29,12 +31,18 @@ from dpbandit.agents.ridge import subtract_outer
 from dpbandit.envs.glm import GLMBanditEnv
 from dpbandit.experiment.config import AgentSpec, EnvSpec, make_env
 from dpbandit.experiment.results import checkpoint_rounds
+from dpbandit.experiment.runner import simulate
 from dpbandit.validation import check_int
 
 __all__ = ["simulate_batch", "BATCHED_AGENTS"]
 
 #: Largest (d+1) d for which the played models' buffers are gathered into one batched product in the update.
 _GATHER_LIMIT = 64 * 64
+
+#: Most floats of stacked ridge buffers scored by one batched call (1 MB: stays in cache).
+_CHUNK_ELEMENTS = 2**17
+#: Agents whose ridge buffers hold more floats than this (d >~ 55 at K = 10) run seed by seed through simulate.
+_SEQUENTIAL_ABOVE = 2**15
 
 #: Agent classes with a batched form.
 BATCHED_AGENTS: tuple[type, ...] = (LinUCB, Greedy)
@@ -60,6 +68,10 @@ def simulate_batch(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Sequence[int
         names = ", ".join(cls.name for cls in BATCHED_AGENTS)
         raise ValueError(f"agent {agent_spec.type!r} has no batched form (batched agents: {names}); use simulate")
     try:
+        if agents[0].ridge.W.size > _SEQUENTIAL_ABOVE:
+            # large models: a round's work is O(K d^2) per seed and the per-call overhead batching saves is small;
+            # measured, lockstep was slower at d = 200 (each round streams all seeds' buffers through the cache)
+            return [simulate(env, agent, seed, checkpoints) for env, agent, seed in zip(envs, agents, seeds)]
         with threadpool_limits(limits=1, user_api="blas"):  # as simulate
             return _play(envs, agents, seeds, checkpoints)
     finally:
@@ -90,7 +102,7 @@ def _play(envs, agents, seeds, checkpoints) -> list[pd.DataFrame]:
     k, next_t = 0, int(rounds[0])
     for t in range(1, horizon + 1):
         O = world.observations()
-        arms = _argmax_random_tie(score(W, O, d, disjoint, alpha), rngs)
+        arms = _argmax_random_tie(_chunked(score, W, O, d, disjoint, alpha), rngs)
         X = O[seed_rows, arms]  # the played feature vectors (S, d), read before the observations move on
         rewards, regrets = world.step(arms)
         cum_regret += regrets  # float64 additions in the single-seed order: bitwise-equal sums
@@ -186,6 +198,17 @@ def _ridge_update(W, B, C, X, y, models, d) -> None:
         subtract_outer(W[s, m], c[s], u[s])
     B[rows, models] += y[:, None] * X
     C[rows, models] += 1
+
+
+def _chunked(score, W, O, d, disjoint, alpha) -> np.ndarray:
+    """``score`` over chunks of seeds whose buffers together hold at most ``_CHUNK_ELEMENTS`` floats: one batched call
+    per chunk keeps them in cache (at d = 200 a 16-seed stack is 51 MB, and streaming it each round made the batch
+    slower than seed-by-seed runs). Chunking changes no per-matrix operation, hence no result."""
+    chunk = max(1, _CHUNK_ELEMENTS // W[0].size)
+    if chunk >= len(W):
+        return score(W, O, d, disjoint, alpha)
+    return np.concatenate([score(W[lo: lo + chunk], O[lo: lo + chunk], d, disjoint, alpha)
+                           for lo in range(0, len(W), chunk)])
 
 
 def _linucb_scores(W: np.ndarray, O: np.ndarray, d: int, disjoint: bool, alpha: float) -> np.ndarray:

@@ -30,7 +30,7 @@ def test_batched_frames_are_bit_identical_to_single_seed_runs(structure, agent):
 
 
 def test_batched_checkpoints_and_a_block_boundary():
-    env = EnvSpec("dpbandit/SparseLinear-v0", {"horizon": 1500, "dim": 70, "n_arms": 3})  # per-seed update path
+    env = EnvSpec("dpbandit/SparseLinear-v0", {"horizon": 1500, "dim": 70, "n_arms": 3})  # per-seed products
     agent = AgentSpec("linucb")
     frames = simulate_batch(env, agent, [5, 6], checkpoints=20)
     for seed, frame in zip([5, 6], frames):
@@ -49,4 +49,11 @@ def test_other_environments_step_seed_by_seed_with_the_same_results():
     env = EnvSpec("dpbandit/Iris-v0", {"horizon": 200})
     agent = AgentSpec("linucb")
     for seed, frame in zip([1, 2], simulate_batch(env, agent, [1, 2])):
+        assert frame.equals(single(env, agent, seed, None))
+
+
+def test_large_models_run_seed_by_seed_with_the_same_results():
+    env = EnvSpec("dpbandit/GLMBandit-v0", {"n_arms": 10, "dim": 60, "horizon": 50})
+    agent = AgentSpec("linucb")
+    for seed, frame in zip([0, 1], simulate_batch(env, agent, [0, 1])):
         assert frame.equals(single(env, agent, seed, None))
