@@ -191,7 +191,7 @@ def _ridge_update(W, B, C, X, y, models, d) -> None:
         for s, m in enumerate(models):
             np.matmul(W[s, m], X[s][:, None], out=r[s][:, None])
     u = r[:, :d]
-    scale = 1.0 / (1.0 + np.einsum("sd,sd->s", X, u))
+    scale = 1.0 / (1.0 + np.matmul(X[:, None, :], u[:, :, None])[:, 0, 0])
     c = r * scale[:, None]
     c[:, d] = (r[:, d] - y) * scale
     for s, m in enumerate(models):
@@ -214,7 +214,7 @@ def _chunked(score, W, O, d, disjoint, alpha) -> np.ndarray:
 def _linucb_scores(W: np.ndarray, O: np.ndarray, d: int, disjoint: bool, alpha: float) -> np.ndarray:
     """:meth:`LinUCB.scores` of every seed: W (S, M, d+1, d), O (S, K, d) -> (S, K), the same operations batched."""
     R = np.matmul(W, O[..., None])[..., 0] if disjoint else O @ W[:, 0].transpose(0, 2, 1)
-    score = np.einsum("skd,skd->sk", R[..., :d], O)
+    score = np.matmul(R[..., None, :d], O[..., None])[..., 0, 0]
     np.sqrt(score, out=score)
     score *= alpha
     score += R[..., d]
