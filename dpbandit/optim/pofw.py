@@ -117,12 +117,18 @@ class DPPOFWBatch:
         n, d = self.n_learners, self.dim
         self.t = 0
         self._scores = np.zeros((n, 2 * d))  # [-S, S]: score/(r/(t+1)) of the vertices [+r e_j, -r e_j]
-        self.S = self._scores[:, d:]  # a view
         self.V = np.zeros((n, d))
         self._s_inf = np.zeros(n)  # max_j |S_ij|: the exact envelope of the sampler
         self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
+
+    @property
+    def S(self) -> np.ndarray:
+        """(n, d) sum of the gradients: a view of the right half of the scores, taken afresh on each access so that
+        no attribute of the state is a view of another (a pickled or deep-copied learner would otherwise hold two
+        independent arrays and score half its vertices with stale values)."""
+        return self._scores[:, self.dim:]
 
     @property
     def horizon(self) -> int:
