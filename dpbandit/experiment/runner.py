@@ -53,6 +53,7 @@ from dpbandit.experiment.results import (
     write_atomic,
     write_json_atomic,
 )
+from dpbandit.privacy.report import is_private
 from dpbandit.validation import check_choice
 
 __all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS"]
@@ -127,7 +128,7 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
         "seed": seed,
         "rounds": rounds,
         "seconds": seconds,
-        "private": bool(agent.private),
+        "private": is_private(report),  # from the guarantee, not the class: epsilon = inf runs are not private
         "privacy_report": None if report is None else report.to_dict(),
     }
     return frame, meta

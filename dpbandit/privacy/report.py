@@ -39,6 +39,7 @@ __all__ = [
     "UnsupportedEventError",
     "PrivacyEvent",
     "PrivacyReport",
+    "is_private",
 ]
 
 #: Guarantee types; "none" is the only honest label for a run without a finite guarantee.
@@ -301,6 +302,13 @@ class PrivacyReport:
     def from_json(cls, text: str) -> PrivacyReport:
         return cls.from_dict(json.loads(text))
 
+    @property
+    def is_private(self) -> bool:
+        """True when the report states a guarantee (not "none"): the one source of truth for labelling a run
+        private in job records, tables and figures (an agent class that *can* be private runs with no guarantee at
+        epsilon = inf or in the published-code setting)."""
+        return self.guarantee != "none" and self.calibration_mode == CORRECT
+
     # -- display --------------------------------------------------------------------------------------------------
 
     @property
@@ -344,3 +352,13 @@ class PrivacyReport:
         if self.note:
             lines.append(f"  note             : {self.note}")
         return "\n".join(lines)
+
+
+def is_private(report: PrivacyReport | None) -> bool:
+    """Whether a run with privacy report ``report`` (None for non-private agents) is private:
+    :attr:`PrivacyReport.is_private`, False for None."""
+    if report is None:
+        return False
+    if not isinstance(report, PrivacyReport):
+        raise TypeError(f"report must be a PrivacyReport or None, got {type(report).__name__}")
+    return report.is_private

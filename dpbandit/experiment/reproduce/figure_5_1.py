@@ -48,10 +48,11 @@ from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import mean_ci, write_atomic
 from dpbandit.experiment.runner import RunResult, run_experiment
+from dpbandit.privacy.report import is_private
 from dpbandit.validation import check_epsilon, check_int
 
 __all__ = ["PAPER", "QUICK", "ENV_IDS", "figure_config", "compare_to_random", "format_summary", "reproduce",
-           "Figure51Result", "add_arguments", "run_cli", "main"]
+           "Figure51Result", "add_arguments", "run_cli", "main", "private_labels"]
 
 #: The paper's configuration (spec/han-frank-wolfe.md §8.2).
 PAPER: dict[str, Any] = dict(horizon=10_000, seeds=5, epsilon=1.0, arms=(2, 5), checkpoints=100)
@@ -114,13 +115,26 @@ def figure_config(
         if AGENTS[n].private:
             params = {"epsilon": epsilon, "delta": delta}
             report = make_agent(n, probe, **params).privacy_report()
-            label = f"{label} ({report.guarantee} ε={_eps_text(report.epsilon)}, δ={delta:.0e})" if math.isfinite(
-                report.epsilon) else f"{label} (noise off, no guarantee)"
+            label = (f"{label} ({report.guarantee} ε={_eps_text(report.epsilon)}, δ={delta:.0e})"
+                     if is_private(report) else f"{label} (noise off, no guarantee)")
         specs.append(AgentSpec(n, label, params))
     probe.close()
     envs = tuple(EnvSpec(ENV_IDS[k], {"horizon": horizon}, env_label(k)) for k in arms)
     return ExperimentConfig(envs=envs, agents=tuple(specs), seeds=seeds, n_jobs=n_jobs, checkpoints=checkpoints,
                             name=name)
+
+
+def private_labels(config: ExperimentConfig) -> dict[str, bool]:
+    """Agent label -> whether that run is private, from each agent's privacy report (its guarantee), never from
+    the agent class: a private class run with epsilon = inf reports guarantee "none" and is listed with the
+    non-private references."""
+    env_spec = config.envs[0]
+    probe = gymnasium.make(env_spec.id, **env_spec.kwargs)
+    try:
+        return {spec.label: is_private(make_agent(spec.type, probe, **spec.params).privacy_report())
+                for spec in config.agents}
+    finally:
+        probe.close()
 
 
 def compare_to_random(results: pd.DataFrame, private: dict[str, bool], level: float = 0.95) -> pd.DataFrame:
@@ -219,7 +233,7 @@ def reproduce(
     config = figure_config(n_jobs=n_jobs, agents=agents, name="figure-5.1-quick" if quick else "figure-5.1",
                            **settings)
     run = run_experiment(config, out=out, progress=progress, fresh=fresh)
-    private = {spec.label: AGENTS[spec.type].private for spec in config.agents}
+    private = private_labels(config)
     comparison = compare_to_random(run.results, private)
     summary = format_summary(comparison, settings["horizon"])
     figure_path = comparison_path = None
