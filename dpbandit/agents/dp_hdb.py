@@ -173,8 +173,9 @@ class DPHDB(PrivateAgent):
         The (epsilon, delta)-JDP target; ``epsilon`` > 0 or ``inf`` (noise off, guarantee "none"); ``delta`` in
         (0, 1), default ``1/T`` (the paper's Figure 5.1 choice).
     h:
-        Pre-selection margin h > 0 in reward units; default: the LASSO bandit's ``5 s_y``
-        (:func:`~dpbandit.agents.lasso_bandit.default_hyperparameters`; the published code uses 1).
+        Pre-selection margin h > 0 in reward units; default: the LASSO bandit's ``min(5 m s_y, R)`` (capped by the
+        range R of expected rewards, so that the pre-selection can exclude arms with Bernoulli rewards;
+        :func:`~dpbandit.agents.lasso_bandit.default_hyperparameters`; the published code uses 1).
     radius:
         l1 radius b of every arm's constraint set; default the environment's bound on ``||theta||_1``
         (``theta_bound`` for an l1 bound, ``sqrt(s)`` or ``s`` times it for l2 / l_inf bounds on s-sparse vectors).
