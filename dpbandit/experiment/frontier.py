@@ -64,8 +64,11 @@ QUICK: dict[str, Any] = dict(epsilons=(1.0, 16.0, math.inf), horizons=(500, 2000
 
 
 def private_agents() -> tuple[str, ...]:
-    """Registry names of the private agents with an ``epsilon`` hyperparameter (the ones a sweep can run)."""
-    return tuple(name for name, cls in AGENTS.items() if cls.private and "epsilon" in hyperparameters(name))
+    """Registry names of the private agents with an ``epsilon`` hyperparameter (the ones a sweep can run), except
+    those whose guarantee type follows a learner (``oco``: LDP by default, which cannot share the JDP axis; sweep it
+    in a frontier of its own with ``agents=("oco",)``)."""
+    return tuple(name for name, cls in AGENTS.items() if cls.private and "epsilon" in hyperparameters(name)
+                 and not getattr(cls, "guarantee_from_learner", False))
 
 
 def _agent_names(key: str, names: Any, *, private: bool) -> tuple[str, ...]:

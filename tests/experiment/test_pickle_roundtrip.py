@@ -17,7 +17,7 @@ import dpbandit.envs  # noqa: F401  (registers the dpbandit/ ids)
 from dpbandit.agents import AGENTS, make_agent
 from dpbandit.experiment.checks import check_agent
 from dpbandit.optim.losses import SquaredLoss
-from dpbandit.optim.registry import LEARNERS, make_learner, with_known_constants
+from dpbandit.optim.registry import LEARNERS, make_learner, noise_off_params, with_known_constants
 from dpbandit.seeding import stream
 
 #: (registry name, hyperparameters): every agent, the private ones at a finite epsilon and with noise off, and the
@@ -25,7 +25,8 @@ from dpbandit.seeding import stream
 AGENT_CASES = [(name, {}) for name in sorted(AGENTS) if name != "oco"]
 AGENT_CASES += [(name, {"epsilon": math.inf}) for name in ("dp_hdb", "dp_ucb")]
 _WINDOW = {"wdp-cocop": {"window": 16}, "wdp-cocol": {"window": 16}}
-AGENT_CASES += [("oco", {"learner": n, "learner_params": _WINDOW.get(n, {})}) for n in sorted(LEARNERS)]
+AGENT_CASES += [("oco", {"learner": n, "learner_params": _WINDOW.get(n, {}),
+                         **({} if noise_off_params(n) else {"epsilon": math.inf})}) for n in sorted(LEARNERS)]
 
 
 def _continue(env, agent, obs, rounds: int) -> tuple[list[int], list[float], np.ndarray]:
