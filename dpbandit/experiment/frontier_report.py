@@ -1,5 +1,5 @@
 """The frontier's tables and figure: final regret per (agent, epsilon, horizon), the first epsilon that beats uniform
-random play, and the regret-against-epsilon plot (``dpbandit.experiment.frontier`` runs the sweep).
+random play by a factor (lower bound of a paired-bootstrap interval over seeds), and the regret-against-epsilon plot (``dpbandit.experiment.frontier`` runs the sweep).
 
 Input: the sweep's tidy table with :data:`RESULT_COLUMNS` (the runner's
 :data:`~dpbandit.experiment.results.COLUMNS` plus ``epsilon``, ``horizon`` and ``role``, "private" or "reference").
@@ -16,8 +16,10 @@ import numpy as np
 import pandas as pd
 
 from dpbandit.experiment.results import COLUMNS, mean_ci
+from dpbandit.experiment.stats import ratio_interval
 
-__all__ = ["RESULT_COLUMNS", "epsilon_text", "frontier_table", "first_epsilon_beating", "plot_frontier"]
+__all__ = ["RESULT_COLUMNS", "epsilon_text", "frontier_table", "final_regrets", "first_epsilon_beating",
+           "beating_lines", "plot_frontier"]
 
 RESULT_COLUMNS = (*COLUMNS, "epsilon", "horizon", "role")
 
@@ -51,23 +53,76 @@ def frontier_table(results: pd.DataFrame, reports: Mapping | None = None, level:
     return table.sort_values(["horizon", "role", "agent", "epsilon"], kind="stable").reset_index(drop=True)
 
 
-def first_epsilon_beating(frontier: pd.DataFrame, factor: float = 2.0, reference: str = "random") -> pd.DataFrame:
-    """Per (private agent, horizon): the smallest epsilon whose mean final regret is below ``reference``'s / factor
-    (NaN if none), with the regret ratio reference/agent at that epsilon."""
+def final_regrets(results: pd.DataFrame) -> pd.DataFrame:
+    """Final cumulative regret per seed: a table indexed by (horizon, seed) with one column per (agent, epsilon)
+    (references under epsilon inf)."""
+    last = results[results["t"] == results["horizon"]]
+    return last.pivot_table(index=["horizon", "seed"], columns=["agent", "epsilon"], values="cumulative_regret")
+
+
+def first_epsilon_beating(results: pd.DataFrame, factor: float = 2.0, reference: str = "random", *,
+                          level: float = 0.95, n_boot: int = 10_000) -> pd.DataFrame:
+    """Per (private agent, horizon): the smallest epsilon at which the agent beats ``reference`` by ``factor`` —
+    the *lower* bound of the paired-bootstrap ``level`` interval of the ratio reference/agent of mean final regrets
+    (:func:`dpbandit.experiment.stats.ratio_interval`, resampling seeds) is at least ``factor`` (NaN if no epsilon
+    of the grid qualifies).
+
+    ``results`` is the sweep's tidy table (:data:`RESULT_COLUMNS`, one value per seed). Columns: agent, horizon,
+    factor, epsilon, ratio_at_epsilon, ratio_low, ratio_high (at that epsilon), seeds, point_epsilon (the smallest
+    epsilon whose point ratio reaches ``factor``, interval or not: where it differs from ``epsilon`` the mean alone
+    would overclaim) and ``<reference>_regret`` (mean).
+    """
+    if "seed" not in results.columns:
+        raise ValueError("first_epsilon_beating needs the per-seed results (RESULT_COLUMNS), not the frontier table")
+    finals = final_regrets(results)
+    roles = results.drop_duplicates("agent").set_index("agent")["role"]
+    if reference not in roles.index or roles[reference] != "reference":
+        raise ValueError(f"reference agent {reference!r} is not in the frontier results")
     rows = []
-    for T, tab in frontier.groupby("horizon", sort=True):
-        ref = tab[(tab["role"] == "reference") & (tab["agent"] == reference)]
-        if ref.empty:
-            raise ValueError(f"reference agent {reference!r} is not in the frontier table")
-        ref_mean = float(ref["final_regret_mean"].iloc[0])
-        for agent, g in tab[tab["role"] == "private"].groupby("agent", sort=False):
-            g = g.sort_values("epsilon")
-            ok = g[g["final_regret_mean"] * factor < ref_mean]
-            eps = float(ok["epsilon"].iloc[0]) if len(ok) else math.nan
-            ratio = ref_mean / float(ok["final_regret_mean"].iloc[0]) if len(ok) else math.nan
-            rows.append({"agent": agent, "horizon": int(T), "factor": factor, "epsilon": eps,
-                         "ratio_at_epsilon": ratio, f"{reference}_regret": ref_mean})
+    for T, tab in finals.groupby(level="horizon", sort=True):
+        ref = tab[(reference, math.inf)].dropna()
+        for agent in [a for a in dict.fromkeys(results["agent"]) if roles[a] == "private"]:
+            row = {"agent": agent, "horizon": int(T), "factor": factor, "epsilon": math.nan,
+                   "ratio_at_epsilon": math.nan, "ratio_low": math.nan, "ratio_high": math.nan, "seeds": 0,
+                   "point_epsilon": math.nan}
+            for eps in sorted(e for a, e in tab.columns if a == agent):
+                values = tab[(agent, eps)].dropna()
+                if values.mean() <= 0:
+                    continue
+                interval = ratio_interval(ref, values, level=level, n_boot=n_boot)
+                if math.isnan(row["point_epsilon"]) and interval.estimate >= factor:
+                    row["point_epsilon"] = float(eps)
+                if interval.determined and interval.low >= factor:
+                    row.update(epsilon=float(eps), ratio_at_epsilon=interval.estimate, ratio_low=interval.low,
+                               ratio_high=interval.high, seeds=interval.n)
+                    break
+            row[f"{reference}_regret"] = float(ref.mean())
+            rows.append(row)
     return pd.DataFrame(rows)
+
+
+def beating_lines(beats: pd.DataFrame, results: pd.DataFrame, reference: str = "random", *,
+                  level: float = 0.95) -> list[str]:
+    """The printed verdicts of :func:`first_epsilon_beating`, one line per (agent, horizon), each with its interval;
+    where the point ratio reaches the factor earlier than its interval's lower bound, that epsilon's interval too."""
+    finals = final_regrets(results)
+    lines = []
+    for row in beats.to_dict("records"):
+        factor, head = row["factor"], f"{row['agent']} at T = {row['horizon']}"
+        if not math.isnan(row["epsilon"]):
+            text = (f"{head}: first beats uniform {reference} by {factor:g}x at epsilon = "
+                    f"{epsilon_text(row['epsilon'])}: ratio {reference}/agent {row['ratio_at_epsilon']:.3g} "
+                    f"[{row['ratio_low']:.3g}, {row['ratio_high']:.3g}] ({level:.0%} paired bootstrap over "
+                    f"{row['seeds']} seeds; lower bound >= {factor:g})")
+        else:
+            text = f"{head}: not shown to beat {reference} by {factor:g}x at any epsilon of the grid"
+        if not math.isnan(row["point_epsilon"]) and row["point_epsilon"] != row["epsilon"]:
+            tab = finals.xs(row["horizon"], level="horizon")
+            point = ratio_interval(tab[(reference, math.inf)], tab[(row["agent"], row["point_epsilon"])], level=level)
+            text += (f"; the mean ratio reaches {factor:g}x at epsilon = {epsilon_text(row['point_epsilon'])} "
+                     f"({point}), but its interval does not exclude less")
+        lines.append(text)
+    return lines
 
 
 def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None = None) -> Path:

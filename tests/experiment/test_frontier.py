@@ -16,6 +16,7 @@ from dpbandit.experiment.frontier import (
     HORIZONS,
     RESULT_COLUMNS,
     FrontierConfig,
+    beating_lines,
     first_epsilon_beating,
     frontier_table,
     main,
@@ -87,10 +88,10 @@ def test_bad_agent_hyperparameters_fail_before_any_job(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def _synthetic_results():
+def _synthetic_results(extra=None):
     rows = []
     finals = {("dp_ucb", 1.0): [92, 88], ("dp_ucb", 4.0): [41, 39], ("dp_ucb", math.inf): [11, 9],
-              ("random", math.inf): [101, 99], ("linucb", math.inf): [6, 4]}
+              ("random", math.inf): [101, 99], ("linucb", math.inf): [6, 4], **(extra or {})}
     for (agent, eps), values in finals.items():
         role = "private" if agent == "dp_ucb" else "reference"
         for seed, v in enumerate(values):
@@ -107,13 +108,33 @@ def test_frontier_table_and_first_epsilon_beating_random():
     assert row["final_regret_mean"] == 40.0 and row["seeds"] == 2
     assert row["final_regret_ci95"] == pytest.approx(12.7062 * 1.0, rel=1e-4)  # t_{0.975,1} * sd/sqrt(2), sd = sqrt 2
     assert set(table["role"]) == {"private", "reference"} and len(table) == 5
-    beats = first_epsilon_beating(table)
-    assert beats.to_dict("records") == [{"agent": "dp_ucb", "horizon": 100, "factor": 2.0, "epsilon": 4.0,
-                                         "ratio_at_epsilon": 2.5, "random_regret": 100.0}]
-    never = first_epsilon_beating(table, factor=20.0).iloc[0]
+    results = _synthetic_results()
+    beats = first_epsilon_beating(results)
+    (row,) = beats.to_dict("records")
+    assert {k: row[k] for k in ("agent", "horizon", "factor", "epsilon", "ratio_at_epsilon", "seeds",
+                                "random_regret")} == {"agent": "dp_ucb", "horizon": 100, "factor": 2.0,
+                                                      "epsilon": 4.0, "ratio_at_epsilon": 2.5, "seeds": 2,
+                                                      "random_regret": 100.0}
+    assert row["ratio_low"] == pytest.approx(101 / 41) and row["ratio_high"] == pytest.approx(99 / 39)
+    assert row["point_epsilon"] == 4.0
+    never = first_epsilon_beating(results, factor=20.0).iloc[0]
     assert math.isnan(never["epsilon"]) and math.isnan(never["ratio_at_epsilon"])
     with pytest.raises(ValueError, match="reference agent 'greedy'"):
-        first_epsilon_beating(table, reference="greedy")
+        first_epsilon_beating(results, reference="greedy")
+    with pytest.raises(ValueError, match="per-seed results"):
+        first_epsilon_beating(table)
+
+
+def test_first_epsilon_beating_uses_the_lower_bound_of_the_ratio_interval():
+    """Issue 12: the mean ratio reaching 2x is not enough; its paired-bootstrap interval must exclude less."""
+    results = _synthetic_results({("dp_ucb", 2.0): [30, 70]})  # mean ratio 100/50 = 2, seeds 101/30, 99/70
+    row = first_epsilon_beating(results).iloc[0]
+    assert row["point_epsilon"] == 2.0 and row["epsilon"] == 4.0
+    (line,) = beating_lines(first_epsilon_beating(results), results)
+    assert line.startswith("dp_ucb at T = 100: first beats uniform random by 2x at epsilon = 4: ratio random/agent "
+                           "2.5 [2.46, 2.54] (95% paired bootstrap over 2 seeds; lower bound >= 2)")
+    assert "the mean ratio reaches 2x at epsilon = 2 (2 [1.414, 3.367] (95% paired bootstrap, n=2))" in line
+    assert "does not exclude less" in line
 
 
 def test_plot_frontier_writes_a_figure(tmp_path):
