@@ -8,6 +8,7 @@ Epsilon ``inf`` means noise off; it is printed "inf" and drawn at the right end 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from pathlib import Path
@@ -16,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from dpbandit.experiment.results import COLUMNS, mean_ci
-from dpbandit.experiment.stats import ratio_interval
+from dpbandit.experiment.stats import BOOTSTRAP_MIN_SEEDS, ratio_interval
+from dpbandit.experiment.style import place_legend, series_styles
 
 __all__ = ["RESULT_COLUMNS", "epsilon_text", "frontier_table", "final_regrets", "first_epsilon_beating",
            "beating_lines", "plot_frontier"]
@@ -70,7 +72,8 @@ def first_epsilon_beating(results: pd.DataFrame, factor: float = 2.0, reference:
     ``results`` is the sweep's tidy table (:data:`RESULT_COLUMNS`, one value per seed). Columns: agent, horizon,
     factor, epsilon, ratio_at_epsilon, ratio_low, ratio_high (at that epsilon), seeds, point_epsilon (the smallest
     epsilon whose point ratio reaches ``factor``, interval or not: where it differs from ``epsilon`` the mean alone
-    would overclaim) and ``<reference>_regret`` (mean).
+    would overclaim) and ``<reference>_regret`` (mean). With fewer than
+    :data:`~dpbandit.experiment.stats.BOOTSTRAP_MIN_SEEDS` seeds no epsilon qualifies (too few resamples).
     """
     if "seed" not in results.columns:
         raise ValueError("first_epsilon_beating needs the per-seed results (RESULT_COLUMNS), not the frontier table")
@@ -87,9 +90,12 @@ def first_epsilon_beating(results: pd.DataFrame, factor: float = 2.0, reference:
                    "point_epsilon": math.nan}
             for eps in sorted(e for a, e in tab.columns if a == agent):
                 values = tab[(agent, eps)].dropna()
+                row["seeds"] = max(row["seeds"], int(values.size))
                 if values.mean() <= 0:
                     continue
                 interval = ratio_interval(ref, values, level=level, n_boot=n_boot)
+                if interval.n < BOOTSTRAP_MIN_SEEDS:  # no claim from a bootstrap over too few seeds
+                    interval = dataclasses.replace(interval, low=math.nan, high=math.nan)
                 if math.isnan(row["point_epsilon"]) and interval.estimate >= factor:
                     row["point_epsilon"] = float(eps)
                 if interval.determined and interval.low >= factor:
@@ -116,62 +122,78 @@ def beating_lines(beats: pd.DataFrame, results: pd.DataFrame, reference: str = "
                     f"{row['seeds']} seeds; lower bound >= {factor:g})")
         else:
             text = f"{head}: not shown to beat {reference} by {factor:g}x at any epsilon of the grid"
+            if row["seeds"] < BOOTSTRAP_MIN_SEEDS:
+                text += (f" (undetermined: {row['seeds']} seeds; the bootstrap interval of the ratio needs >= "
+                         f"{BOOTSTRAP_MIN_SEEDS})")
         if not math.isnan(row["point_epsilon"]) and row["point_epsilon"] != row["epsilon"]:
             tab = finals.xs(row["horizon"], level="horizon")
             point = ratio_interval(tab[(reference, math.inf)], tab[(row["agent"], row["point_epsilon"])], level=level)
-            text += (f"; the mean ratio reaches {factor:g}x at epsilon = {epsilon_text(row['point_epsilon'])} "
-                     f"({point}), but its interval does not exclude less")
+            text += f"; the mean ratio reaches {factor:g}x at epsilon = {epsilon_text(row['point_epsilon'])} "
+            text += (f"({point}), but its interval does not exclude less" if point.n >= BOOTSTRAP_MIN_SEEDS
+                     else f"({point.estimate:.4g}, {point.n} seeds: no interval)")
         lines.append(text)
     return lines
 
 
 def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None = None) -> Path:
-    """Final regret against epsilon (log x; inf drawn at the right as "inf (noise off)"), CI bands, references as
-    horizontal bands; one panel per horizon. Returns the written path."""
-    from dpbandit.experiment.plots import plt, sns  # the Agg backend is selected there
+    """Final regret against epsilon (log x), one panel per horizon. Finite epsilons are joined by a line with its CI
+    band; the noise-off run (epsilon = inf) is a separate open marker with its CI bar right of a dotted separator,
+    never joined to the finite points; the references are horizontal lines in their neutral style
+    (:mod:`dpbandit.experiment.style`) with light bands. Returns the written path."""
+    from dpbandit.experiment.plots import plt, save_figure, sns  # the Agg backend is selected there
 
     horizons = sorted(frontier["horizon"].unique())
     priv = frontier[frontier["role"] == "private"]
     finite = sorted(e for e in priv["epsilon"].unique() if math.isfinite(e))
+    has_inf = bool((~np.isfinite(priv["epsilon"])).any())
     x_inf = (max(finite) if finite else 1.0) * 4.0
-    ticks = [*finite, *([x_inf] if (~np.isfinite(priv["epsilon"])).any() else [])]
+    ticks = [*finite, *([x_inf] if has_inf else [])]
     agents = list(dict.fromkeys(frontier["agent"]))
-    palette = dict(zip(agents, sns.color_palette("colorblind", len(agents))))
+    roles = dict(zip(frontier["agent"], frontier["role"]))
+    styles = series_styles(agents, {a: roles[a] == "private" for a in agents})
     guarantee = next((g for g in priv["guarantee"] if g != "none"), "JDP")
-    sns.set_theme(style="whitegrid", context="notebook")
-    fig, axes = plt.subplots(1, len(horizons), figsize=(5.6 * len(horizons), 4.6), squeeze=False)
+    sns.set_theme(style="whitegrid", context="notebook")  # one legend, outside the panels (never over a line)
+    fig, axes = plt.subplots(1, len(horizons), figsize=(5.8 * len(horizons) + 3.0, 4.8), squeeze=False)
     for ax, T in zip(axes[0], horizons):
         tab = frontier[frontier["horizon"] == T]
         means = tab["final_regret_mean"].to_numpy()
         floor = max(float(means[means > 0].min()) / 3.0 if (means > 0).any() else 1e-3, 1e-3)  # log-axis bottom
         for agent, g in tab[tab["role"] == "private"].groupby("agent", sort=False):
-            g = g.sort_values("epsilon")
-            x = np.where(np.isfinite(g["epsilon"]), g["epsilon"], x_inf)
-            m, h = g["final_regret_mean"].to_numpy(), g["final_regret_ci95"].to_numpy()
-            ax.plot(x, np.maximum(m, floor), marker="o", color=palette[agent], label=f"{agent} (n={g['seeds'].min()})")
-            ax.fill_between(x, np.maximum(m - h, floor), m + h, color=palette[agent], alpha=0.2, linewidth=0)
+            st = styles[agent]
+            n = int(g["seeds"].min())
+            fin = g[np.isfinite(g["epsilon"])].sort_values("epsilon")
+            m, h = fin["final_regret_mean"].to_numpy(), fin["final_regret_ci95"].to_numpy()
+            ax.plot(fin["epsilon"], np.maximum(m, floor), marker=st["marker"], color=st["color"],
+                    linestyle=st["linestyle"], label=f"{agent} (n={n})")
+            ax.fill_between(fin["epsilon"], np.maximum(m - h, floor), m + h, color=st["color"], alpha=0.18,
+                            linewidth=0)
+            off = g[~np.isfinite(g["epsilon"])]
+            if len(off):
+                m0, h0 = float(off["final_regret_mean"].iloc[0]), float(off["final_regret_ci95"].iloc[0])
+                ax.errorbar([x_inf], [max(m0, floor)], yerr=[[max(m0, floor) - max(m0 - h0, floor)], [h0]],
+                            fmt=st["marker"], mfc="white", mec=st["color"], ecolor=st["color"], capsize=3,
+                            markersize=7)
         for _, r in tab[tab["role"] == "reference"].iterrows():
+            st = styles[r["agent"]]
             m, h = r["final_regret_mean"], r["final_regret_ci95"]
-            label = "uniform random" if r["agent"] == "random" else f"{r['agent']} (non-private)"
-            ax.axhline(max(m, floor), color=palette[r["agent"]], linestyle="--", label=label)
-            ax.axhspan(max(m - h, floor), max(m + h, floor), color=palette[r["agent"]], alpha=0.12, linewidth=0)
+            label = ("uniform random" if st["reference"] == "random" else f"{r['agent']} (non-private)") + \
+                f" (n={int(r['seeds'])})"
+            ax.axhline(max(m, floor), color=st["color"], linestyle=st["linestyle"], linewidth=1.3, label=label)
+            ax.axhspan(max(m - h, floor), max(m + h, floor), color=st["color"], alpha=0.08, linewidth=0)
+        if has_inf and finite:
+            ax.axvline(math.sqrt(max(finite) * x_inf), color="0.5", linestyle=":", linewidth=1.0)
         ax.set_ylim(bottom=floor)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(ticks)
-        ax.set_xticklabels([epsilon_text(e) for e in finite]
-                           + (["inf\n(noise off)"] if len(ticks) > len(finite) else []))
+        ax.set_xticklabels([epsilon_text(e) for e in finite] + (["inf\n(noise off)"] if has_inf else []))
         ax.minorticks_off()
-        ax.set_xlabel(f"{guarantee} ε")
+        ax.set_xlabel(f"{guarantee} ε (open markers: noise off, no guarantee)" if has_inf else f"{guarantee} ε")
         ax.set_ylabel("final cumulative regret (95% CI)")
         deltas = sorted(set(tab.loc[tab["guarantee"] != "none", "delta"]))
         ax.set_title(f"T = {T:,}" + (f", δ = {deltas[0]:.3g}" if len(deltas) == 1 else ""))
-        ax.legend(loc="best", fontsize="small")
+    place_legend(axes[0][-1], len(agents), outside=True)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path)

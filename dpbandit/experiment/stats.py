@@ -27,7 +27,12 @@ from scipy import stats
 
 from dpbandit.validation import check_int, check_real
 
-__all__ = ["Interval", "paired", "paired_difference", "ratio_interval", "ratio_to_published", "verdict"]
+__all__ = ["BOOTSTRAP_MIN_SEEDS", "Interval", "paired", "paired_difference", "ratio_interval", "ratio_to_published", "verdict"]
+
+
+#: Fewest seeds for which the verdicts use a bootstrap interval: with n seeds there are only C(2n-1, n) distinct
+#: resamples (3 for n = 2, 10 for n = 3), and the percentile interval is then far too narrow to support a claim.
+BOOTSTRAP_MIN_SEEDS = 5
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,7 @@ from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import mean_ci, write_atomic
 from dpbandit.experiment.runner import RunResult, run_experiment
-from dpbandit.experiment.stats import Interval, paired_difference, ratio_interval, verdict
+from dpbandit.experiment.stats import BOOTSTRAP_MIN_SEEDS, Interval, paired_difference, ratio_interval, verdict
 from dpbandit.privacy.report import is_private
 from dpbandit.validation import check_epsilon, check_int
 
@@ -169,8 +169,10 @@ def compare_to_random(results: pd.DataFrame, private: dict[str, bool], level: fl
             mean, half = mean_ci(a, level)
             r_mean, r_half = mean_ci(rand.dropna().to_numpy(), level)
             diff = paired_difference(r, a, level=level)
-            ratio = (ratio_interval(r, a, level=level) if a.mean() > 0 and (a >= 0).all()
-                     else Interval(math.inf, math.nan, math.nan, a.size, level, "paired bootstrap"))
+            usable = a.size >= BOOTSTRAP_MIN_SEEDS and a.mean() > 0 and (a >= 0).all()
+            ratio = (ratio_interval(r, a, level=level) if usable else Interval(
+                r.mean() / a.mean() if a.mean() > 0 else math.inf, math.nan, math.nan, a.size, level,
+                "paired bootstrap"))
             rows.append({
                 "env_id": env_id, "agent": agent, "private": bool(private.get(agent, False)), "seeds": int(a.size),
                 "final_regret_mean": mean, "final_regret_ci95": half, "random_regret_mean": r_mean,
@@ -199,7 +201,9 @@ def format_summary(comparison: pd.DataFrame, horizon: int) -> str:
             lines.append("  private agents:" if private else "  non-private references:")
             for _, row in rows.iterrows():
                 ratio = (f"random/agent = {row['ratio']:.3g}x [{row['ratio_low']:.3g}, {row['ratio_high']:.3g}]"
-                         if math.isfinite(row["ratio_low"]) else f"random/agent = {row['ratio']:.3g}x (no interval)")
+                         if math.isfinite(row["ratio_low"]) else
+                         f"random/agent = {row['ratio']:.3g}x (no bootstrap interval with {row['seeds']} seeds; "
+                         f"it needs >= {BOOTSTRAP_MIN_SEEDS})")
                 lines.append(
                     f"    {row['agent']}: {row['final_regret_mean']:.1f} ± {row['final_regret_ci95']:.1f} vs uniform "
                     f"random {row['random_regret_mean']:.1f} ± {row['random_regret_ci95']:.1f}\n"
