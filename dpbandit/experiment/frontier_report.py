@@ -64,7 +64,8 @@ def final_regrets(results: pd.DataFrame) -> pd.DataFrame:
 
 def first_epsilon_beating(results: pd.DataFrame, factor: float = 2.0, reference: str = "random", *,
                           level: float = 0.95, n_boot: int = 10_000) -> pd.DataFrame:
-    """Per (private agent, horizon): the smallest epsilon at which the agent beats ``reference`` by ``factor`` —
+    """Per (private agent, horizon): the smallest finite epsilon (noise off, epsilon = inf, is no private result and
+    never counts) at which the agent beats ``reference`` by ``factor`` —
     the *lower* bound of the paired-bootstrap ``level`` interval of the ratio reference/agent of mean final regrets
     (:func:`dpbandit.experiment.stats.ratio_interval`, resampling seeds) is at least ``factor`` (NaN if no epsilon
     of the grid qualifies).
@@ -88,7 +89,7 @@ def first_epsilon_beating(results: pd.DataFrame, factor: float = 2.0, reference:
             row = {"agent": agent, "horizon": int(T), "factor": factor, "epsilon": math.nan,
                    "ratio_at_epsilon": math.nan, "ratio_low": math.nan, "ratio_high": math.nan, "seeds": 0,
                    "point_epsilon": math.nan}
-            for eps in sorted(e for a, e in tab.columns if a == agent):
+            for eps in sorted(e for a, e in tab.columns if a == agent and math.isfinite(e)):  # noise off: no claim
                 values = tab[(agent, eps)].dropna()
                 row["seeds"] = max(row["seeds"], int(values.size))
                 if values.mean() <= 0:
@@ -121,7 +122,7 @@ def beating_lines(beats: pd.DataFrame, results: pd.DataFrame, reference: str = "
                     f"[{row['ratio_low']:.3g}, {row['ratio_high']:.3g}] ({level:.0%} paired bootstrap over "
                     f"{row['seeds']} seeds; lower bound >= {factor:g})")
         else:
-            text = f"{head}: not shown to beat {reference} by {factor:g}x at any epsilon of the grid"
+            text = f"{head}: not shown to beat {reference} by {factor:g}x at any finite epsilon of the grid"
             if row["seeds"] < BOOTSTRAP_MIN_SEEDS:
                 text += (f" (undetermined: {row['seeds']} seeds; the bootstrap interval of the ratio needs >= "
                          f"{BOOTSTRAP_MIN_SEEDS})")

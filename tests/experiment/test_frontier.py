@@ -118,6 +118,8 @@ def test_frontier_table_and_first_epsilon_beating_random():
                                                       "random_regret": 100.0}
     assert 101 / 41 <= row["ratio_low"] < 2.5 < row["ratio_high"] <= 99 / 39
     assert row["point_epsilon"] == 4.0
+    off_only = first_epsilon_beating(results, factor=5.0).iloc[0]  # only noise off (ratio 10) reaches 5x
+    assert math.isnan(off_only["epsilon"]) and math.isnan(off_only["point_epsilon"])
     two = first_epsilon_beating(_synthetic_results()).iloc[0]  # 2 seeds: too few for a bootstrap claim
     assert math.isnan(two["epsilon"]) and two["point_epsilon"] == 4.0 and two["seeds"] == 2
     (line,) = beating_lines(first_epsilon_beating(_synthetic_results()), _synthetic_results())
