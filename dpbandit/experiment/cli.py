@@ -3,7 +3,7 @@
     dpbandit run                       the default quick experiment (non-private baselines, sparse linear bandit)
     dpbandit run --config FILE.toml    an experiment described in TOML (see dpbandit.experiment.config);
                                        re-running it resumes (finished jobs are kept), --fresh starts over
-    dpbandit plot RUN_DIR              redraw the regret plot of a finished run
+    dpbandit plot RUN_DIR              redraw the figure of a run, frontier or oco run directory
     dpbandit reproduce table-5.1       Han et al.'s Table 5.1: published vs correctly calibrated (--quick for a subset)
     dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
     dpbandit frontier [--quick]        privacy-regret frontier: final regret vs epsilon, with random/non-private lines
@@ -58,14 +58,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from dpbandit.experiment.plots import plot_regret
+    from dpbandit.experiment.replot import replot
 
-    run_dir = Path(args.run_dir)
-    table = run_dir / "results.csv"
-    if not table.is_file():
-        raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv; pass the folder printed by 'dpbandit run'")
-    path = plot_regret(pd.read_csv(table), args.output or run_dir / "regret.png", title=args.title)
-    print(f"Regret plot: {path}")
+    for path in replot(args.run_dir, args.output, title=args.title):
+        print(f"Plot: {path}")
     return 0
 
 
@@ -127,8 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dask-address", dest="dask_address", help="dask.distributed scheduler address (--backend dask)")
     run.set_defaults(func=_cmd_run)
 
-    plot = sub.add_parser("plot", help="redraw the regret plot of a run directory")
-    plot.add_argument("run_dir", help="a folder written by 'dpbandit run'")
+    plot = sub.add_parser("plot", help="redraw the figure of a run directory (run, figure-5.1, frontier, oco)")
+    plot.add_argument("run_dir", help="a folder written by 'dpbandit run', 'reproduce figure-5.1', 'frontier' or 'oco'")
     plot.add_argument("--output", help="image path (default: RUN_DIR/regret.png)")
     plot.add_argument("--title", help="plot title")
     plot.set_defaults(func=_cmd_plot)

@@ -21,7 +21,7 @@ from dpbandit.experiment.stats import BOOTSTRAP_MIN_SEEDS, ratio_interval
 from dpbandit.experiment.style import place_legend, series_styles
 
 __all__ = ["RESULT_COLUMNS", "epsilon_text", "frontier_table", "final_regrets", "first_epsilon_beating",
-           "beating_lines", "plot_frontier"]
+           "beating_lines", "frontier_figure", "plot_frontier"]
 
 RESULT_COLUMNS = (*COLUMNS, "epsilon", "horizon", "role")
 
@@ -137,11 +137,18 @@ def beating_lines(beats: pd.DataFrame, results: pd.DataFrame, reference: str = "
 
 
 def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None = None) -> Path:
+    """Write :func:`frontier_figure` to ``path``; returns the path."""
+    from dpbandit.experiment.plots import save_figure
+
+    return save_figure(frontier_figure(frontier, title=title), path)
+
+
+def frontier_figure(frontier: pd.DataFrame, *, title: str | None = None):
     """Final regret against epsilon (log x), one panel per horizon. Finite epsilons are joined by a line with its CI
     band; the noise-off run (epsilon = inf) is a separate open marker with its CI bar right of a dotted separator,
     never joined to the finite points; the references are horizontal lines in their neutral style
-    (:mod:`dpbandit.experiment.style`) with light bands. Returns the written path."""
-    from dpbandit.experiment.plots import plt, save_figure, sns  # the Agg backend is selected there
+    (:mod:`dpbandit.experiment.style`) with light bands. Returns the matplotlib figure."""
+    from dpbandit.experiment.plots import plt, sns  # the Agg backend is selected there
 
     horizons = sorted(frontier["horizon"].unique())
     priv = frontier[frontier["role"] == "private"]
@@ -197,4 +204,4 @@ def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    return save_figure(fig, path)
+    return fig

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -54,12 +55,16 @@ def regret_figure(frame: pd.DataFrame, *, title: str | None = None, level: float
     panels = list(dict.fromkeys(frame[facet]))
     agents = list(dict.fromkeys(frame["agent"]))
     styles = series_styles(agents, private)
-    legend_outside = len(agents) > LEGEND_INSIDE_MAX
+    per_panel = [set(frame.loc[frame[facet] == p, "agent"]) for p in panels]
+    # one figure legend outside the panels when it is long or the panels hold different series
+    legend_outside = len(agents) > LEGEND_INSIDE_MAX or any(a != per_panel[0] for a in per_panel)
+    alpha = 0.18 if len(agents) <= LEGEND_INSIDE_MAX else 0.07
+    handles: dict[str, Any] = {}
     sns.set_theme(style="whitegrid", context="notebook")
     cols = min(len(panels), 3)
     rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols + (3.2 if legend_outside else 0.0), 4.6 * rows),
-                             squeeze=False)
+    height = max(4.6 * rows, 0.24 * len(agents) + 0.8) if legend_outside else 4.6 * rows  # room for the legend
+    fig, axes = plt.subplots(rows, cols, figsize=(6.4 * cols, height), squeeze=False)
     for ax, panel in zip(axes.flat, panels):
         sub = frame[frame[facet] == panel].assign(env_id=str(panel))  # one curve per agent and panel
         bands = regret_bands(sub, level)
@@ -70,15 +75,16 @@ def regret_figure(frame: pd.DataFrame, *, title: str | None = None, level: float
                 continue
             style = styles[agent]
             width = 1.4 if style["reference"] else 1.8
-            ax.plot(b["t"], b["mean"], color=style["color"], linestyle=style["linestyle"], linewidth=width,
-                    label=f"{agent} (n={seeds[agent]})")
+            (line,) = ax.plot(b["t"], b["mean"], color=style["color"], linestyle=style["linestyle"],
+                              linewidth=width, label=f"{agent} (n={seeds[agent]})")
+            handles.setdefault(agent, line)
             ax.fill_between(b["t"], b["low"], b["high"], color=style["color"],
-                            alpha=0.1 if style["reference"] else 0.18, linewidth=0)
+                            alpha=min(alpha, 0.1) if style["reference"] else alpha, linewidth=0)
         ax.set_xlabel("round t")
         ax.set_ylabel(ylabel)
-        name = f"{facet} = {panel}" if facet != "env_id" else str(panel)
+        name = f"{facet} = {panel}" if facet not in ("env_id", "panel") else str(panel)
         ax.set_title(name if len(panels) > 1 else (title or name))
-        if ax is axes.flat[0] or not legend_outside:
+        if not legend_outside:
             place_legend(ax, len(agents))
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
@@ -86,4 +92,7 @@ def regret_figure(frame: pd.DataFrame, *, title: str | None = None, level: float
         fig.suptitle(title)
     fig.text(0.99, 0.0, f"bands: {int(level * 100)}% CI across seeds", ha="right", va="bottom", fontsize="x-small")
     fig.tight_layout()
+    if legend_outside:  # after tight_layout, so the panels keep their size; saved with a tight bounding box
+        fig.legend(list(handles.values()), [h.get_label() for h in handles.values()], loc="upper left",
+                   bbox_to_anchor=(1.0, 0.95), fontsize="small", ncol=1 if len(handles) <= 24 else 2)
     return fig

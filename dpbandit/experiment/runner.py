@@ -213,7 +213,8 @@ def run_experiment(
         table_path = write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
         write_atomic(run_dir / "summary.csv", lambda p: summary.to_csv(p, index=False))
         title = f"{config.name}: {', '.join(e.label for e in config.envs)}"
-        plot_path = plot_regret(results, run_dir / "regret.png", title=title)
+        plot_path = plot_regret(results, run_dir / "regret.png", title=title,
+                                private={m["agent"]: m["private"] for m in metas})
         manifest.update(
             status="complete",
             finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),

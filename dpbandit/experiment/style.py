@@ -30,7 +30,10 @@ REFERENCE_STYLES: dict[str, tuple[dict, ...]] = {
     "random": ({"color": "black", "linestyle": (0, (1, 1.5)), "marker": "x"},),
     "non-private": ({"color": "0.45", "linestyle": (0, (3, 1, 1, 1)), "marker": "+"},
                     {"color": "0.6", "linestyle": (0, (4, 3)), "marker": "1"},
-                    {"color": "0.3", "linestyle": (0, (1, 3)), "marker": "2"}),
+                    {"color": "0.3", "linestyle": (0, (1, 3)), "marker": "2"},
+                    {"color": "0.6", "linestyle": (0, (3, 1, 1, 1, 1, 1)), "marker": "3"},
+                    {"color": "0.3", "linestyle": (0, (6, 2)), "marker": "4"},
+                    {"color": "0.45", "linestyle": (0, (2, 2)), "marker": "x"}),
 }
 #: Legends with more entries than this are placed outside the axes.
 LEGEND_INSIDE_MAX = 8
@@ -54,7 +57,7 @@ def series_styles(labels: Iterable[str], private: Mapping[str, bool] | None = No
     styles, k, used = {}, 0, {"random": 0, "non-private": 0}
     for label in dict.fromkeys(labels):
         kind = reference_kind(label, private)
-        if kind is not None:
+        if kind is not None and used[kind] < len(REFERENCE_STYLES[kind]):
             options = REFERENCE_STYLES[kind]
             styles[label] = {**options[used[kind] % len(options)], "reference": kind}
             used[kind] += 1

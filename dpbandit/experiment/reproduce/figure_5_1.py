@@ -257,7 +257,7 @@ def reproduce(
     if run.run_dir is not None:
         title = (f"Figure 5.1 setting, one environment per K: d = 50, T = {settings['horizon']}, "
                  f"ε = {_eps_text(settings['epsilon'])}, δ = 1/T, {len(config.seeds)} seeds")
-        figure_path = plot_regret(run.results, run.run_dir / "figure-5.1.png", title=title)
+        figure_path = plot_regret(run.results, run.run_dir / "figure-5.1.png", title=title, private=private)
         comparison_path = write_atomic(run.run_dir / "comparison.csv", lambda p: comparison.to_csv(p, index=False))
         write_atomic(run.run_dir / "summary.txt", lambda p: p.write_text(summary + "\n"))
     return Figure51Result(run, comparison, summary, figure_path, comparison_path)
