@@ -374,8 +374,8 @@ class OCOAgent(PrivateAgent):
         elif self._zero_sample_halves():
             why = ("bandit feedback with zero samples for the arms not played: a neighbour replaces one learner's "
                    "sample, or changes two learners' samples real <-> zero, each change costing at most half of a "
-                   "replace-one change (the learner's zero_sample_halves_sensitivity; spec/private-oco-learners.md "
-                   "§7)")
+                   "replace-one change (the learner's zero_sample_halves_sensitivity; "
+                   "docs/derivations.md#oco-7)")
         else:
             why = (f"bandit feedback with zero samples for the arms not played: a neighbour changes the samples of "
                    f"at most {copies} learners")
@@ -383,10 +383,10 @@ class OCOAgent(PrivateAgent):
             "JDP": "JDP by the billboard lemma: the released iterates are DP, each action depends on them and the "
                    "user's own features only",
             "window-JDP": f"window-JDP, W={base.window}: only the users of the last W rounds are protected; older "
-                          "users have no guarantee (spec/private-oco-learners.md §3.1); never comparable to JDP",
+                          "users have no guarantee (docs/derivations.md#oco-3); never comparable to JDP",
             "LDP": "LDP, per-user epsilon_t at the randomiser level (each user sends one report to every learner); "
                    "no trusted curator. Warning: logging the action a_t centrally leaks x_t outside the LDP "
-                   "guarantee (spec/private-oco-learners.md §7)",
+                   "guarantee (docs/derivations.md#oco-7)",
         }[guarantee]
         assumption = base.sensitivity_assumption
         if "y_bound" in learner_hyperparameters(self.learner_name) and "y_bound" not in self.learner_params:

@@ -1,7 +1,7 @@
 """``dpbandit reproduce figure-5.1``: the bandit experiment of Han et al.'s Figure 5.1, correctly calibrated, with
 references, in one environment per K.
 
-The paper's configuration (``spec/han-frank-wolfe.md`` §8.2): T = 10^4, d = 50, epsilon = 1, delta = 1/T, 5-sparse
+The paper's configuration (``docs/derivations.md#figure-51``; ``spec/han-frank-wolfe.md`` §8.2): T = 10^4, d = 50, epsilon = 1, delta = 1/T, 5-sparse
 theta_a with entries 1/5, linear rewards with N(0, 0.05^2) noise, 5 seeds; K = 2 (the figure) and K = 5 (the
 committed default). The published figure compares DP-HDB and DP-UCB in *differently normalised* environments and
 both curves sit at random-play level (§9.1 D7); its values (DP-UCB ~ 940, DP-HDB ~ 62 at t = 10^4) are published,
@@ -63,6 +63,10 @@ QUICK: dict[str, Any] = dict(horizon=2_000, seeds=2, epsilon=1.0, arms=(2, 5), c
 #: One environment per K (the same normalisation for every agent).
 ENV_IDS: dict[int, str] = {2: "dpbandit/HanFigure51-K2-v0", 5: "dpbandit/HanFigure51-K5-v0"}
 RANDOM_LABEL = "uniform random"
+#: The command's description (whole sentences; the setup is explained in docs/derivations.md#figure-51).
+DESCRIPTION = ("The bandit experiment of Han et al.'s Figure 5.1, correctly calibrated, with uniform random play and "
+               "non-private references, every agent of a K in one environment (same users); see "
+               "docs/derivations.md#figure-51.")
 #: Where the published setting and its defects are explained (user-facing outputs cite docs/, not the specs).
 DOCS_PAGE = "docs/derivations.md#figure-51"
 #: (registry name, label) of the agents, private first; the labels of private agents get their guarantee added.
@@ -291,7 +295,7 @@ def run_cli(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = add_arguments(argparse.ArgumentParser(
-        prog="dpbandit reproduce figure-5.1", description=__doc__.splitlines()[0]))
+        prog="dpbandit reproduce figure-5.1", description=DESCRIPTION))
     args = parser.parse_args(argv)
     try:
         return run_cli(args)
