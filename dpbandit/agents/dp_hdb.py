@@ -153,7 +153,7 @@ class HDBCurator(Curator):
             cal.rho, 1,
             mechanism=f"DP-HDB billboard: {self._constants.n_arms} per-arm DP-POFW streams with synthetic updates "
                       f"({cal.mechanism})",
-            bound=f"{cal.bound} per stream; docs/derivations.md#e6, docs/derivations.md#hfw-6: a user changes one "
+            bound=f"{cal.bound} per stream; E6, docs/derivations.md#e6, docs/derivations.md#hfw-6: a user changes one "
                   "stream (replace-one, rho*) or two streams by real<->zero (half sensitivity, rho*/4 each); "
                   "worst case rho*",
         )
@@ -240,7 +240,7 @@ class DPHDB(PrivateAgent):
             f"contexts ||x||_{c.context_norm[1:]} <= {c.context_bound:g} (environment constants; DP-POFW uses "
             f"||x||_inf <= {c.context_bound:g}); {self.reward_clip.describe()}; per-arm parameters in the l1 ball "
             f"of radius b = {self.radius:g}; {self.loss!r}: L0 = {self.lipschitz:.6g} (l_inf gradient clip), "
-            f"L1 = {self.loss.smoothness(c.context_bound):.6g} (docs/derivations.md#e3), D = 2b"
+            f"L1 = {self.loss.smoothness(c.context_bound):.6g} (E3, docs/derivations.md#e3), D = 2b"
         )
         super().__init__(constants)
 

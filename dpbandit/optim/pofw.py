@@ -204,7 +204,7 @@ class DPPOFWBatch:
         if worst > self.feature_bound * (1.0 + _FEATURE_RTOL):
             raise ValueError(
                 f"a feature vector has ||x||_inf = {worst:.6g} > feature_bound = {self.feature_bound:g}: the "
-                "privacy calibration (L1 = loss smoothness at this bound, docs/derivations.md#e3) assumes the bound"
+                "privacy calibration (L1 = loss smoothness at this bound, E3, docs/derivations.md#e3) assumes the bound"
             )
         if worst > self.feature_bound:  # within the floating-point slack: clip onto the bound
             X = np.clip(X, -self.feature_bound, self.feature_bound)
@@ -305,7 +305,7 @@ class DPPOFWBatch:
         cal = self.calibration
         return (
             f"features ||x||_inf <= {self.feature_bound:g}; per-sample gradients clipped to ||g||_inf <= "
-            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (docs/derivations.md#e3); l1 radius "
+            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (E3, docs/derivations.md#e3); l1 radius "
             f"r = {cal.radius:g}, D = 2r; score sensitivity Delta_t = 2r(L0 + L1 D)/(t+1) "
             "(docs/derivations.md#hfw-5)"
         )

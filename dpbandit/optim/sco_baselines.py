@@ -130,7 +130,7 @@ class NoisySFW(_BatchLearner):
                              f"got {horizon}")
         if self.published:
             warnings.warn(f"NoisySFW in the {PUBLISHED_CODE_SETTING!r}: L1 = 1 and the published GG sampler "
-                          "(docs/derivations.md#hfw-9 D1-D3); NOT differentially private",
+                          "(defects D1-D3, docs/derivations.md#hfw-9); NOT differentially private",
                           PublishedSettingWarning, stacklevel=2)
         super().__init__(dim, horizon, p=p, radius=radius, epsilon=epsilon, delta=delta, lipschitz=lipschitz,
                          feature_bound=feature_bound, loss=loss, lr_scale=lr_scale, calibration=calibration, rng=rng)
@@ -178,7 +178,7 @@ class NoisySFW(_BatchLearner):
                 rho = max((cal.noise.r - 1.0) * cal.ledger_sensitivity**2 / (2.0 * cal.noise.sigma**2)
                           for cal in self._cals)
                 self.ledger.add_zcdp(rho, 1, mechanism=f"NoisySFW release (disjoint batches), {c.noise.name}",
-                                     bound="docs/derivations.md#e1 Correction 2; parallel composition over batches")
+                                     bound="E1 Correction 2 (E1, docs/derivations.md#e1); parallel composition over batches")
 
     def update(self, x: np.ndarray, y: float) -> None:
         x, y = self._accept(x, y)

@@ -152,7 +152,7 @@ class PrivacyEvent:
         if isinstance(noise, SymmetricGaussianNoise):  # a change D has Mahalanobis norm ||D||_F/(sqrt 2 sigma)
             return cls("gaussian", math.sqrt(2.0) * noise.sigma / sensitivity,
                        mechanism=f"{name}, symmetric Gaussian", scale=noise.sigma,
-                       bound="docs/derivations.md#e5: z = sqrt(2) sigma / Delta_F per node", **common)
+                       bound="E5, docs/derivations.md#e5: z = sqrt(2) sigma / Delta_F per node", **common)
         if isinstance(noise, GaussianNoise) or (isinstance(noise, GeneralizedGaussianNoise) and noise.r == 2.0):
             return cls("gaussian", noise.sigma / sensitivity, mechanism=f"{name}, Gaussian", scale=noise.sigma,
                        bound="docs/derivations.md#acc-1: L nodes = one Gaussian, sigma/(Delta sqrt L)",
@@ -160,10 +160,10 @@ class PrivacyEvent:
         if isinstance(noise, GeneralizedGaussianNoise):
             if noise.r < 2.0:
                 raise UnsupportedEventError(f"generalized Gaussian noise with r={noise.r:g} < 2 has no zCDP bound "
-                                            "(l_r^2 is not smooth; docs/derivations.md#e2)")
+                                            "(l_r^2 is not smooth; E2, docs/derivations.md#e2)")
             return cls("zcdp", (noise.r - 1.0) * sensitivity**2 / (2.0 * noise.sigma**2),
                        mechanism=f"{name}, {noise.name}", scale=noise.sigma,
-                       bound="docs/derivations.md#e1 Correction 2: rho = (r - 1) Delta_r^2/(2 sigma^2) per node", **common)
+                       bound="E1 Correction 2 (E1, docs/derivations.md#e1): rho = (r - 1) Delta_r^2/(2 sigma^2) per node", **common)
         if isinstance(noise, LaplaceNoise):
             return cls("laplace", noise.scale / sensitivity, mechanism=f"{name}, Laplace", scale=noise.scale,
                        bound="Laplace mechanism: Delta_1/b-DP per node", **common)
