@@ -1,5 +1,6 @@
 """The frontier's tables and figure: final regret per (agent, epsilon, horizon), the first epsilon that beats uniform
-random play by a factor (lower bound of a paired-bootstrap interval over seeds), and the regret-against-epsilon plot (``dpbandit.experiment.frontier`` runs the sweep).
+random play by a factor (lower bound of a paired-bootstrap interval over seeds), and the regret-against-epsilon
+plot (``dpbandit.experiment.frontier`` runs the sweep).
 
 Input: the sweep's tidy table with :data:`RESULT_COLUMNS` (the runner's
 :data:`~dpbandit.experiment.results.COLUMNS` plus ``epsilon``, ``horizon`` and ``role``, "private" or "reference").

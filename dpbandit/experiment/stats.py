@@ -27,7 +27,8 @@ from scipy import stats
 
 from dpbandit.validation import check_int, check_real
 
-__all__ = ["BOOTSTRAP_MIN_SEEDS", "Interval", "paired", "paired_difference", "ratio_interval", "ratio_to_published", "verdict"]
+__all__ = ["BOOTSTRAP_MIN_SEEDS", "Interval", "paired", "paired_difference", "ratio_interval", "ratio_to_published",
+           "verdict"]
 
 
 #: Fewest seeds for which the verdicts use a bootstrap interval: with n seeds there are only C(2n-1, n) distinct

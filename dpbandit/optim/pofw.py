@@ -305,7 +305,8 @@ class DPPOFWBatch:
         cal = self.calibration
         return (
             f"features ||x||_inf <= {self.feature_bound:g}; per-sample gradients clipped to ||g||_inf <= "
-            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (E3, docs/derivations.md#e3); l1 radius "
+            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (E3, docs/derivations.md#e3); l1 "
+            f"radius "
             f"r = {cal.radius:g}, D = 2r; score sensitivity Delta_t = 2r(L0 + L1 D)/(t+1) "
             "(docs/derivations.md#hfw-5)"
         )

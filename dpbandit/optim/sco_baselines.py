@@ -178,7 +178,7 @@ class NoisySFW(_BatchLearner):
                 rho = max((cal.noise.r - 1.0) * cal.ledger_sensitivity**2 / (2.0 * cal.noise.sigma**2)
                           for cal in self._cals)
                 self.ledger.add_zcdp(rho, 1, mechanism=f"NoisySFW release (disjoint batches), {c.noise.name}",
-                                     bound="E1 Correction 2 (E1, docs/derivations.md#e1); parallel composition over batches")
+                                     bound="E1 Correction 2 (docs/derivations.md#e1); parallel composition over batches")
 
     def update(self, x: np.ndarray, y: float) -> None:
         x, y = self._accept(x, y)

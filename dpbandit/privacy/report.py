@@ -163,7 +163,7 @@ class PrivacyEvent:
                                             "(l_r^2 is not smooth; E2, docs/derivations.md#e2)")
             return cls("zcdp", (noise.r - 1.0) * sensitivity**2 / (2.0 * noise.sigma**2),
                        mechanism=f"{name}, {noise.name}", scale=noise.sigma,
-                       bound="E1 Correction 2 (E1, docs/derivations.md#e1): rho = (r - 1) Delta_r^2/(2 sigma^2) per node", **common)
+                       bound="E1 Correction 2 (docs/derivations.md#e1): rho = (r - 1) Delta_r^2/(2 sigma^2) per node", **common)
         if isinstance(noise, LaplaceNoise):
             return cls("laplace", noise.scale / sensitivity, mechanism=f"{name}, Laplace", scale=noise.scale,
                        bound="Laplace mechanism: Delta_1/b-DP per node", **common)

@@ -1,7 +1,8 @@
 """``dpbandit reproduce figure-5.1``: the bandit experiment of Han et al.'s Figure 5.1, correctly calibrated, with
 references, in one environment per K.
 
-The paper's configuration (``docs/derivations.md#figure-51``; ``spec/han-frank-wolfe.md`` §8.2): T = 10^4, d = 50, epsilon = 1, delta = 1/T, 5-sparse
+The paper's configuration (``docs/derivations.md#figure-51``; ``spec/han-frank-wolfe.md`` §8.2): T = 10^4,
+d = 50, epsilon = 1, delta = 1/T, 5-sparse
 theta_a with entries 1/5, linear rewards with N(0, 0.05^2) noise, 5 seeds; K = 2 (the figure) and K = 5 (the
 committed default). The published figure compares DP-HDB and DP-UCB in *differently normalised* environments and
 both curves sit at random-play level (§9.1 D7); its values (DP-UCB ~ 940, DP-HDB ~ 62 at t = 10^4) are published,
