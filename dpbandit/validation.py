@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -24,6 +25,10 @@ __all__ = [
     "check_delta",
     "check_probability",
     "check_generator",
+    "check_run_name",
+    "check_memory",
+    "physical_memory",
+    "MEMORY_FRACTION",
 ]
 
 
@@ -124,3 +129,50 @@ def check_generator(value: Any, name: str = "rng") -> np.random.Generator:
             f"got {type(value).__name__}"
         )
     return value
+
+
+def check_run_name(value: Any, name: str = "name") -> str:
+    """A run name: one folder name inside the output folder (``<out>/<name>``), never a path.
+
+    Refuses the empty string, ``"."`` and ``".."``, and any ``/``, ``\\`` or NUL character (so no absolute path
+    and no way out of ``<out>``), before anything touches the file system.
+    """
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a string (one folder name), got {value!r} of type {type(value).__name__}")
+    if value in ("", ".", "..") or any(c in value for c in "/\\\0") or value.strip() != value:
+        raise ValueError(
+            f"{name} must be a single folder name (not empty, not '.' or '..', no '/' or backslash, no leading or "
+            f"trailing spaces), got {value!r}"
+        )
+    return value
+
+
+#: The size rule: one environment, agent or data stream may need at most this fraction of the machine's physical
+#: memory (parallel jobs and the rest of the process need the remainder).
+MEMORY_FRACTION = 0.5
+
+
+def physical_memory() -> int | None:
+    """Bytes of physical memory of this machine (``os.sysconf``), or None where the platform does not tell."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return None
+
+
+def _gigabytes(n: float) -> str:
+    if n >= 1e12:
+        return f"{n / 1e12:,.0f} TB"
+    return f"{n / 1e9:.3g} GB" if n >= 1e8 else f"{n / 1e6:.3g} MB"
+
+
+def check_memory(what: str, nbytes: float, hint: str = "") -> None:
+    """Refuse up front what cannot fit: ``ValueError`` when ``nbytes`` (an estimate of what ``what`` will allocate,
+    computed from its sizes before allocating anything) exceeds :data:`MEMORY_FRACTION` of the physical memory."""
+    total = physical_memory()
+    if total is not None and nbytes > MEMORY_FRACTION * total:
+        raise ValueError(
+            f"{what} would need about {_gigabytes(nbytes)} of memory, more than {MEMORY_FRACTION:.0%} of this "
+            f"machine's {_gigabytes(total)} (the limit for one environment, agent or stream)"
+            + (f"; {hint}" if hint else "")
+        )

@@ -20,6 +20,8 @@ from dpbandit.agents.base import Agent
 from dpbandit.agents.baselines import EpsilonGreedy, Greedy, Oracle, UniformRandom, argmax_random_tie
 from dpbandit.agents.dp_hdb import DPHDB
 from dpbandit.agents.dp_ucb import DPUCB
+from dpbandit.agents.fliphat import FLIPHAT
+from dpbandit.agents.episodic_ridge import EpisodicRidge
 from dpbandit.agents.lasso_bandit import LassoBandit
 from dpbandit.agents.linucb import LinUCB
 from dpbandit.agents.oco_adapter import OCOAgent
@@ -31,10 +33,12 @@ __all__ = [
     "Agent",
     "Curator",
     "DPHDB",
+    "FLIPHAT",
     "PrivateAgent",
     "RewardClip",
     "reward_clip_range",
     "DPUCB",
+    "EpisodicRidge",
     "OCOAgent",
     "EpsilonGreedy",
     "Greedy",
@@ -44,6 +48,7 @@ __all__ = [
     "RidgeState",
     "UniformRandom",
     "agent_class",
+    "check_import_path",
     "argmax_random_tie",
     "hyperparameters",
     "make_agent",
@@ -51,7 +56,8 @@ __all__ = [
 
 #: Agent classes by registry name.
 AGENTS: dict[str, type[Agent]] = {
-    cls.name: cls for cls in (UniformRandom, Oracle, Greedy, EpsilonGreedy, LinUCB, LassoBandit, DPUCB, OCOAgent, DPHDB)
+    cls.name: cls for cls in (UniformRandom, Oracle, Greedy, EpsilonGreedy, LinUCB, LassoBandit, DPUCB, OCOAgent, DPHDB,
+                EpisodicRidge, FLIPHAT)
 }
 
 
@@ -83,8 +89,21 @@ def make_agent(name: str | type[Agent], env: Any, **params: Any) -> Agent:
     return cls.from_env(env, **params)
 
 
+def check_import_path(name: str) -> tuple[str, str]:
+    """``(module, qualname)`` of ``"package.module:ClassName"`` after checking its form, without importing anything:
+    both parts are dotted Python identifiers, so the class is always named explicitly. ``ValueError`` otherwise."""
+    module, _, qualname = name.partition(":")
+    if not all(part.isidentifier() for text in (module, qualname) for part in text.split(".")):
+        raise ValueError(f"agent type {name!r} must name a class explicitly as 'package.module:ClassName' (dotted "
+                         f"Python names on both sides of one ':'), or be one of {', '.join(sorted(AGENTS))}")
+    return module, qualname
+
+
 def agent_class(name: Any) -> type[Agent]:
-    """The agent class for a registry name, a ``"package.module:ClassName"`` string or an Agent subclass."""
+    """The agent class for a registry name, a ``"package.module:ClassName"`` string or an Agent subclass.
+
+    An import path **imports that module, which runs its code**: use only modules you trust. The form is checked
+    (:func:`check_import_path`) before anything is imported."""
     if isinstance(name, type) and issubclass(name, Agent):
         return name
     if not isinstance(name, str):
@@ -92,7 +111,7 @@ def agent_class(name: Any) -> type[Agent]:
     if name in AGENTS:
         return AGENTS[name]
     if ":" in name:
-        module, _, qualname = name.partition(":")
+        module, qualname = check_import_path(name)
         try:
             obj = importlib.import_module(module)
             for part in qualname.split("."):

@@ -29,6 +29,7 @@ import numpy as np
 
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.seeding import stream
+from dpbandit.validation import check_memory
 
 __all__ = ["Agent"]
 
@@ -53,8 +54,17 @@ class Agent(abc.ABC):
         self.constants = constants
         self.n_arms = constants.n_arms
         self.dim = constants.dim
+        check_memory(f"agent {self.name!r} (K={self.n_arms}, d={self.dim}, T={constants.horizon})",
+                     self.memory_estimate(), "reduce dim, n_arms or horizon")
         self.rng: np.random.Generator = stream(0, "exploration")
         self.reset(0)
+
+    def memory_estimate(self) -> int:
+        """Bytes of state the agent will allocate, estimated from K, d, T (and its hyperparameters, set before
+        ``Agent.__init__`` runs) *before* allocating: :func:`~dpbandit.validation.check_memory` refuses an agent
+        that cannot fit. The default, a few float vectors per arm, suits agents with O(K d) state; agents with
+        matrices, trees or sample histories override it."""
+        return 8 * 8 * self.n_arms * (self.dim + 1)
 
     @classmethod
     def from_env(cls, env: Any, **params: Any) -> "Agent":

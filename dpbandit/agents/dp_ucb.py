@@ -336,6 +336,12 @@ class DPUCB(PrivateAgent):
         self.cal = DPUCBCalibration.build(constants, epsilon, delta, calibration, alpha, lam, reward_clip)
         super().__init__(constants)
 
+    def memory_estimate(self) -> int:
+        """The curator's tree: about ``log2 T + 1`` stored ``(M, d+1, d+1)`` Gram blocks (M = K disjoint, 1 shared),
+        plus the item, the release's Cholesky factors and work arrays (a few more blocks)."""
+        levels = max(self.constants.horizon, 2).bit_length() + 1
+        return 8 * self.cal.n_models * (self.dim + 1) ** 2 * (levels + 5)
+
     def _make_curator(self, privacy_rng: np.random.Generator) -> DPUCBCurator:
         return DPUCBCurator(self.cal, self.n_arms, privacy_rng)
 

@@ -257,6 +257,11 @@ class LassoBandit(Agent):
         self._lasso_forced = [self._new_lasso(self.lambda1) for _ in range(K)]
         self._lasso_all = [self._new_lasso(self.lambda2_0) for _ in range(K)]
 
+    def memory_estimate(self) -> int:
+        """The sample histories: every round adds one ``(d,)`` row to the played arm's samples (and one to its
+        forced samples in forced rounds), in buffers that double, plus the solver's copy of a fit's design."""
+        return 8 * (5 * self.constants.horizon * self.dim + 4 * self.n_arms * self.dim)
+
     def _new_lasso(self, lam: float) -> Lasso:
         from sklearn.linear_model import Lasso  # imported here: it costs ~0.8 s, paid only by LASSO runs
 

@@ -42,6 +42,10 @@ class LinUCB(Agent):
         self.lam = check_real("lam", lam, low=0.0, low_inclusive=False)
         super().__init__(constants)
 
+    def memory_estimate(self) -> int:
+        """The ridge state: ``(d + 1, d)`` and ``(d,)`` arrays per model (RidgeState), plus a work copy."""
+        return 8 * 2 * self.n_arms * (self.dim + 2) * self.dim
+
     def _reset_state(self) -> None:
         self.ridge = RidgeState(self.n_arms, self.dim, self.constants.structure, self.lam)
 

@@ -206,6 +206,15 @@ class OCOAgent(PrivateAgent):
         super().__init__(constants)  # builds the first curator: invalid learner parameters raise here
         self.private = self.curator.privacy_report().guarantee != "none"
 
+    def memory_estimate(self) -> int:
+        """One learner per arm: a tree of about ``log2 T + 1`` stored ``(d,)`` nodes, or ``(d, d)`` nodes for the
+        quadratic follow-the-leader learners (PQFTL keeps the Gram matrix), plus work arrays."""
+        from dpbandit.optim.quadratic_ftl import PQFTL
+
+        levels = max(self.constants.horizon, 2).bit_length() + 1
+        node = self.dim * self.dim if issubclass(self._learner_cls, PQFTL) else self.dim
+        return 8 * self.n_arms * ((levels + 4) * node + 8 * (self.dim + 1))
+
     @classmethod
     def from_env(cls, env: Any, **params: Any) -> OCOAgent:
         """Build the agent for a dpbandit environment; full-information feedback is refused up front when the

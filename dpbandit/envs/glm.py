@@ -36,7 +36,7 @@ from dpbandit.envs.contexts import (
 from dpbandit.envs.links import clipped_gaussian_mean, get_link
 from dpbandit.envs.parameters import NORMS, THETA_VALUES, dense_theta, sparse_theta
 from dpbandit.seeding import stream
-from dpbandit.validation import check_choice, check_int, check_real
+from dpbandit.validation import check_choice, check_int, check_memory, check_real
 
 __all__ = ["GLMBanditEnv", "STRUCTURES", "THETA_KINDS"]
 
@@ -72,9 +72,9 @@ class GLMBanditEnv(gym.Env):
         Support size s of sparse parameters, ``1 <= s <= d``; ``None`` means ``min(5, d)``. Dense parameters
         accept only ``None`` or ``d``.
     theta_values:
-        Law of the support entries of sparse parameters, ``"equal"`` (the paper's 1/5) or ``"gaussian"``;
-        ``None`` means ``"equal"`` for sparse and ``"gaussian"`` for dense parameters (which accept only
-        ``"gaussian"``).
+        Law of the support entries of sparse parameters, ``"equal"`` (the paper's 1/5), ``"gaussian"`` or
+        ``"uniform"`` (FLIPHAT's U[0.5, 1] with random signs); ``None`` means ``"equal"`` for sparse and
+        ``"gaussian"`` for dense parameters (which accept only ``"gaussian"``).
     theta_norm, theta_bound:
         Every parameter vector has exactly ``||theta||_{theta_norm} == theta_bound`` (``"l1"`` or ``"l2"``).
     contexts, context_scale, rho:
@@ -170,6 +170,10 @@ class GLMBanditEnv(gym.Env):
         if instance_seed is not None:
             instance_seed = check_int("instance_seed", instance_seed, low=0)
 
+        correlated = contexts in ("ar", "equicorrelated")  # their (d, d) covariance factor
+        check_memory(f"environment GLMBanditEnv(n_arms={K}, dim={d}, horizon={T})",
+                     8 * (6 * K * d + 3 * _BLOCK_ELEMENTS + (2 * d * d if correlated else 0)),
+                     "reduce dim or n_arms")
         self.config: dict[str, Any] = dict(
             n_arms=K, dim=d, horizon=T, structure=structure, link=link, noise_std=noise_std, theta=theta,
             sparsity=sparsity, theta_values=theta_values, theta_norm=theta_norm, theta_bound=theta_bound,

@@ -13,8 +13,9 @@ from dpbandit.validation import check_choice, check_generator, check_int, check_
 
 __all__ = ["THETA_VALUES", "NORMS", "sparse_theta", "dense_theta", "norm_of"]
 
-#: Laws of the non-zero entries: all equal (positive), or standard Gaussian before normalisation.
-THETA_VALUES: tuple[str, ...] = ("equal", "gaussian")
+#: Laws of the non-zero entries before normalisation: all equal (positive), standard Gaussian, or
+#: U[0.5, 1] magnitudes with uniform random signs (the FLIPHAT code's ``beta*``, arXiv:2405.14038).
+THETA_VALUES: tuple[str, ...] = ("equal", "gaussian", "uniform")
 #: Vector norms a parameter can be normalised in.
 NORMS: tuple[str, ...] = ("l1", "l2")
 
@@ -47,7 +48,8 @@ def sparse_theta(
     Each row's support is ``s`` distinct coordinates drawn uniformly *without* replacement (so every row has
     exactly ``s`` non-zeros). The support entries are all equal and positive (``values="equal"``; with
     ``norm="l1"``, ``bound=1``, ``s=5`` they are the paper's 1/5, spec/han-frank-wolfe.md §8.2) or i.i.d.
-    N(0, 1) (``values="gaussian"``), then the row is scaled to ``||theta||_norm == bound``.
+    N(0, 1) (``values="gaussian"``) or U[0.5, 1] with uniform random signs (``values="uniform"``, the FLIPHAT
+    code's law), then the row is scaled to ``||theta||_norm == bound``.
 
     The published reference code draws the support *with* replacement (``np.random.choice(d, 5)``), giving
     ``||theta||_1 = |supp|/5 <= 1`` (spec/han-frank-wolfe.md §8.2); here the norm is always exactly ``bound``.
@@ -58,6 +60,8 @@ def sparse_theta(
     support = np.argsort(rng.random((n, d)), axis=1, kind="stable")[:, :s]
     if values == "equal":
         entries = np.ones((n, s))
+    elif values == "uniform":
+        entries = rng.uniform(0.5, 1.0, (n, s)) * np.where(rng.random((n, s)) < 0.5, -1.0, 1.0)
     else:
         entries = rng.standard_normal((n, s))
     theta = np.zeros((n, d))

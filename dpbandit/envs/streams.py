@@ -32,7 +32,7 @@ from scipy.special import expit
 
 from dpbandit.geometry import dual_exponent, lp_norm
 from dpbandit.seeding import stream
-from dpbandit.validation import check_choice, check_int, check_real
+from dpbandit.validation import check_choice, check_int, check_memory, check_real
 
 __all__ = ["MODELS", "THETA_LAWS", "RegressionStream", "StreamData"]
 
@@ -147,6 +147,8 @@ class RegressionStream:
         set_(self, "sparsity", check_int("sparsity", self.sparsity, low=1))
         set_(self, "context_std", check_real("context_std", self.context_std, low=0.0, low_inclusive=False))
         set_(self, "theta_norm", check_real("theta_norm", self.theta_norm, low=0.0, low_inclusive=False))
+        check_memory(f"regression stream (dim={self.dim}, horizon={self.horizon}, test_size={self.test_size})",
+                     8 * (2 * (self.horizon + self.test_size) * self.dim + 4 * self.dim), "reduce dim or horizon")
 
     @property
     def q(self) -> float:

@@ -6,6 +6,7 @@
     dpbandit plot RUN_DIR              redraw the figure of a run, frontier or oco run directory
     dpbandit reproduce table-5.1       Han et al.'s Table 5.1: published vs correctly calibrated (--quick for a subset)
     dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
+    dpbandit reproduce fliphat         FLIPHAT's experiment: published (NOT PRIVATE) vs correct calibration, DP-HDB
     dpbandit frontier [--quick]        privacy-regret frontier: final regret vs epsilon, with random/non-private lines
     dpbandit oco [--quick] [--fresh]   regret of the private OCO learners against the best point in hindsight
     dpbandit envs                      registered environments with their parameters
@@ -17,7 +18,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
-from pathlib import Path
 
 import pandas as pd
 
@@ -107,6 +107,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="dpbandit",
         description="Simulate differentially private contextual bandits and plot their regret.",
     )
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error instead of one line (also DPBANDIT_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run an experiment (default: a quick comparison of baselines)")
@@ -135,8 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     agents = sub.add_parser("agents", help="list the available agent types")
     agents.set_defaults(func=_cmd_agents)
 
-    rep = sub.add_parser("reproduce", help="reproduce a published result (table-5.1, figure-5.1); --help after it")
-    rep.add_argument("target", choices=("table-5.1", "figure-5.1"))
+    rep = sub.add_parser("reproduce",
+                         help="reproduce a published result (table-5.1, figure-5.1, fliphat); --help after it")
+    rep.add_argument("target", choices=("table-5.1", "figure-5.1", "fliphat"))
     rep.add_argument("options", nargs=argparse.REMAINDER, help="options of the target, e.g. --quick")
     rep.set_defaults(func=_cmd_reproduce)
 
@@ -164,17 +167,24 @@ def _cmd_delegated(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the ``dpbandit`` command; every expected failure of every subcommand is one line on stderr and exit code
+    2 (:mod:`dpbandit.experiment.errors`); ``--debug`` anywhere on the line shows the traceback instead."""
+    from dpbandit.experiment.errors import debug_enabled, run_command, set_debug
+
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
     if argv and argv[0] in _DELEGATED:
         args = argparse.Namespace(command=argv[0], func=_cmd_delegated, options=argv[1:])
     else:
         args = parser.parse_args(argv)
+    previous = debug_enabled()
+    set_debug(debug or previous)
     try:
-        return args.func(args)
-    except (ValueError, TypeError) as exc:
-        print(f"dpbandit {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        return run_command(f"dpbandit {args.command}", args.func, args)
+    finally:
+        set_debug(previous)
 
 
 if __name__ == "__main__":  # pragma: no cover

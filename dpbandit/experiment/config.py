@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpbandit.validation import check_int
+from dpbandit.validation import check_int, check_run_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,7 +50,8 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 __all__ = [
-    "AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "parse_seeds", "config_digest", "DEFAULT_CONFIG",
+    "AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "make_env", "parse_seeds", "config_digest",
+    "DEFAULT_CONFIG",
 ]
 
 #: The packaged default experiment run by ``dpbandit run`` without ``--config``.
@@ -95,6 +96,10 @@ class AgentSpec:
             raise TypeError(f"agent type must be a non-empty string or an Agent subclass, got {self.type!r}")
         if not isinstance(self.label, str):
             raise TypeError(f"agent label must be a string, got {self.label!r}")
+        if not is_class and ":" in self.type:
+            from dpbandit.agents import check_import_path
+
+            check_import_path(self.type)  # the form only: the module is imported by validate(), after the rest
         if not self.label:
             label = (getattr(self.type, "name", "") or self.type.__name__) if is_class else self.type
             object.__setattr__(self, "label", label)
@@ -150,8 +155,7 @@ class ExperimentConfig:
         check_int("n_jobs", self.n_jobs, low=1)
         if self.checkpoints is not None:
             check_int("checkpoints", self.checkpoints, low=2)
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+        check_run_name(self.name)
         if not isinstance(self.out, str) or not self.out:
             raise TypeError(f"out must be a non-empty path string, got {self.out!r}")
 
@@ -212,21 +216,59 @@ class ExperimentConfig:
         return dataclasses.replace(self, **changes)
 
     def validate(self) -> None:
-        """Build the environment and every agent once, so bad ids or hyperparameters fail before any job runs."""
-        import gymnasium
+        """Build the environment and every agent once, so bad ids or hyperparameters fail before any job runs.
 
+        Agents given as ``"package.module:ClassName"`` come last: their module is imported (its code runs) only
+        after every environment and every other agent of the configuration has been validated."""
         from dpbandit.agents import make_agent
 
-        for env_spec in self.envs:
-            try:
-                env = gymnasium.make(env_spec.id, **env_spec.kwargs)
-            except gymnasium.error.Error as exc:
-                raise ValueError(f"env id {env_spec.id!r} cannot be made: {exc}") from exc
-            try:
-                for spec in self.agents:
-                    make_agent(spec.type, env, **spec.params)
-            finally:
-                env.close()
+        imported = [isinstance(spec.type, str) and ":" in spec.type for spec in self.agents]
+        for second_pass in (False, True):
+            specs = [spec for spec, late in zip(self.agents, imported) if late == second_pass]
+            if second_pass and not specs:
+                break
+            for env_spec in self.envs:
+                env = make_env(env_spec.id, **env_spec.kwargs)
+                try:
+                    for spec in specs:
+                        make_agent(spec.type, env, **spec.params)
+                finally:
+                    env.close()
+
+
+def make_env(env_id: str, **kwargs: Any) -> Any:
+    """``gymnasium.make(env_id, **kwargs)`` for a dpbandit environment (one whose unwrapped env carries
+    :class:`~dpbandit.envs.constants.BanditConstants`). ``ValueError`` for an id gymnasium cannot make (unknown,
+    or a dependency missing) and for an environment of another kind (e.g. ``CartPole-v1``), naming the id."""
+    import gymnasium
+
+    import dpbandit.envs  # noqa: F401  (registers the dpbandit environments)
+    from dpbandit.envs.constants import BanditConstants
+
+    def foreign(env: Any) -> bool:
+        if isinstance(getattr(env.unwrapped, "constants", None), BanditConstants):
+            return False
+        env.close()
+        return True
+
+    message = (f"env id {env_id!r} is not a dpbandit contextual-bandit environment (it has no bandit constants); "
+               "dpbandit runs the environments listed by 'dpbandit envs'")
+    try:
+        env = gymnasium.make(env_id, **kwargs)
+    except gymnasium.error.Error as exc:
+        raise ValueError(f"env id {env_id!r} cannot be made: {exc} ('dpbandit envs' lists the environments)") from exc
+    except TypeError:  # a keyword the environment does not take: say so, unless it is not a bandit at all
+        try:
+            plain = gymnasium.make(env_id)
+        except Exception:  # noqa: BLE001 - the original TypeError is the informative one
+            raise
+        if foreign(plain):
+            raise ValueError(message) from None
+        plain.close()
+        raise
+    if foreign(env):
+        raise ValueError(message)
+    return env
 
 
 def _check_unique(kind: str, labels: list[str]) -> None:

@@ -28,6 +28,7 @@ Python: ``run_frontier(FrontierConfig(agents=("dp_ucb",), horizons=(10_000,)))``
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -37,12 +38,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import gymnasium
 import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, hyperparameters, make_agent
-from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, parse_seeds
+from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, make_env, parse_seeds
+from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.frontier_report import (
     RESULT_COLUMNS,
     beating_lines,
@@ -52,9 +53,10 @@ from dpbandit.experiment.frontier_report import (
     plot_frontier,
 )
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
+from dpbandit.experiment.rundir import LOCK_FILE
 from dpbandit.experiment.runner import run_experiment
 from dpbandit.privacy.report import CORRECT
-from dpbandit.validation import check_delta, check_epsilon, check_int
+from dpbandit.validation import check_delta, check_epsilon, check_int, check_run_name
 
 __all__ = ["EPSILONS", "HORIZONS", "QUICK", "RESULT_COLUMNS", "FrontierConfig", "FrontierResult", "run_frontier",
            "frontier_table", "first_epsilon_beating", "beating_lines", "plot_frontier", "main"]
@@ -149,8 +151,7 @@ class FrontierConfig:
                 raise ValueError(f"agent_params[{n!r}] must not set epsilon or delta (set by the sweep)")
         check_int("n_jobs", self.n_jobs, low=1)
         check_int("checkpoints", self.checkpoints, low=2)
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+        check_run_name(self.name)
 
     def env_label(self, horizon: int) -> str:
         return f"T={horizon}"
@@ -201,7 +202,7 @@ def _privacy_reports(fc: FrontierConfig) -> dict[tuple[str, float, int], Any]:
     config, labels = fc.experiment()
     reports, kinds = {}, set()
     for T, env_spec in zip(fc.horizons, config.envs):
-        env = gymnasium.make(env_spec.id, **env_spec.kwargs)
+        env = make_env(env_spec.id, **env_spec.kwargs)
         try:
             for spec in config.agents:
                 name, eps, role = labels[spec.label]
@@ -224,6 +225,27 @@ def _privacy_reports(fc: FrontierConfig) -> dict[tuple[str, float, int], Any]:
     return reports
 
 
+def _check_outer(run_dir: Path, name: str) -> None:
+    """Refuse (before writing anything) a folder that is neither empty, nor holds only the sweep of an unfinished
+    run, nor a finished frontier of this name: its files are never overwritten."""
+    if not run_dir.exists():
+        return
+    if not run_dir.is_dir():
+        raise ValueError(f"{str(run_dir)!r} exists and is not a folder: choose another name or out folder")
+    others = [p.name for p in run_dir.iterdir() if p.name not in ("sweep", LOCK_FILE)]
+    if not others:
+        return
+    try:
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        ours = isinstance(manifest, dict) and manifest.get("config", {}).get("name") == name and "frontier" in \
+            manifest.get("files", {})
+    except (OSError, ValueError, AttributeError):
+        ours = False
+    if not ours:
+        raise ValueError(f"run directory {str(run_dir)!r} exists but is not a dpbandit frontier named {name!r}; it "
+                         "is left untouched: choose another name or out folder")
+
+
 def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progress: bool = True, *,
                  fresh: bool = False) -> FrontierResult:
     """Run the sweep ``fc`` into ``<out>/<fc.name>`` (default ``out``: ``fc.out``; False: in memory).
@@ -237,6 +259,8 @@ def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progr
     reports = _privacy_reports(fc)  # builds every private agent once per horizon: bad input fails before any job
     config, labels = fc.experiment()
     run_dir = None if out is False else Path(fc.out if out in (None, True) else out) / fc.name
+    if run_dir is not None:
+        _check_outer(run_dir, fc.name)
     result = run_experiment(config, out=False if run_dir is None else run_dir, progress=progress, fresh=fresh)
     results = result.results.copy()
     horizon_of = {fc.env_label(T): T for T in fc.horizons}
@@ -344,9 +368,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return cli_command(args)
-    except (ValueError, TypeError) as exc:
-        print(f"dpbandit frontier: error: {exc}", file=sys.stderr)
-        return 2
+    except EXPECTED as exc:
+        return report("dpbandit frontier", exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

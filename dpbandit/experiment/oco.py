@@ -38,18 +38,19 @@ import numpy as np
 import pandas as pd
 
 from dpbandit.experiment.comparators import best_in_hindsight, comparator_domain, hindsight_gap
+from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.oco_config import PROBLEMS, LearnerSpec, OCOConfig, default_learners
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import (
     checkpoint_rounds,
     load_job,
     package_versions,
-    prepare_run_dir,
     store_job,
     summary_table,
     write_atomic,
     write_json_atomic,
 )
+from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.runner import execute_jobs
 from dpbandit.optim.losses import Loss
 from dpbandit.optim.projections import Domain
@@ -156,10 +157,14 @@ def run_oco(config: OCOConfig, out: str | Path | bool | None = None, progress: b
     if not isinstance(config, OCOConfig):
         raise TypeError(f"config must be an OCOConfig, got {type(config).__name__}")
     plan = config.validate()
+    if out is False:
+        return _run(config, plan, None, progress)
+    with open_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh) as run_dir:
+        return _run(config, plan, run_dir, progress)
+
+
+def _run(config: OCOConfig, plan: list, run_dir: Path | None, progress: bool) -> OCOResult:
     runs = [(p, s) for p, s, reason in plan if not reason]
-    run_dir = None
-    if out is not False:
-        run_dir = prepare_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh)
     started = time.perf_counter()
     manifest = {"status": "running", "kind": "oco", "config": config.to_dict(), "config_hash": config.config_hash(),
                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "versions": package_versions()}
@@ -238,9 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.seeds is not None:
             settings["seeds"] = tuple(range(check_int("seeds", args.seeds, low=1)))
         result = run_oco(OCOConfig(**settings), progress=not args.no_progress, fresh=args.fresh)
-    except (TypeError, ValueError) as exc:
-        print(f"dpbandit oco: error: {exc}", file=sys.stderr)
-        return 2
+    except EXPECTED as exc:
+        return report("dpbandit oco", exc)
     if result.resumed_jobs:
         print(f"Resumed: {result.resumed_jobs} finished job(s) read back from {result.run_dir / 'jobs'}")
     with pd.option_context("display.width", 160, "display.max_columns", 20):

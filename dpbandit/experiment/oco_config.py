@@ -36,7 +36,7 @@ from dpbandit.optim.registry import (
     with_known_constants,
 )
 from dpbandit.seeding import stream
-from dpbandit.validation import check_int, check_real
+from dpbandit.validation import check_int, check_real, check_run_name
 
 __all__ = ["PROBLEMS", "LearnerSpec", "OCOConfig", "default_learners"]
 
@@ -104,8 +104,9 @@ class OCOConfig:
         check_real("theta_norm", self.theta_norm, low=0.0, low_inclusive=False)
         check_int("checkpoints", self.checkpoints, low=2)
         check_int("n_jobs", self.n_jobs, low=1)
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty string without '/', got {self.name!r}")
+        check_run_name(self.name)
+        for problem in problems:
+            self.stream(problem)  # refuses up front a stream that cannot fit in memory
         if not isinstance(self.out, str) or not self.out:
             raise TypeError(f"out must be a non-empty path string, got {self.out!r}")
 

@@ -43,14 +43,20 @@ def _manifest(run_dir: Path) -> dict:
 
 def _columns(run_dir: Path) -> set[str]:
     table = run_dir / "results.csv"
-    return set(pd.read_csv(table, nrows=0).columns) if table.is_file() else set()
+    if not table.is_file():
+        return set()
+    try:
+        return set(pd.read_csv(table, nrows=0).columns)
+    except (ValueError, OSError) as exc:  # pandas' EmptyDataError / ParserError are ValueErrors
+        raise ValueError(f"cannot read {str(table)!r}: {exc}") from None
 
 
 def run_kind(run_dir: str | Path) -> str:
     """The kind of run directory ``run_dir``: one of :data:`KINDS` or ``"table-5.1"``; ``ValueError`` otherwise."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        raise ValueError(f"run_dir {str(run_dir)!r} is not a folder; pass a folder printed by a dpbandit command")
+        raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv (it is not a folder); pass a folder printed "
+                         "by a dpbandit command")
     kind = _manifest(run_dir).get("kind")
     if kind == "reproduce table-5.1":
         return "table-5.1"
@@ -61,8 +67,10 @@ def run_kind(run_dir: str | Path) -> str:
         return "frontier"
     if set(COLUMNS) <= columns:
         return "bandit"
-    raise ValueError(f"run_dir {str(run_dir)!r} is not a dpbandit run directory with a figure (no results.csv of "
-                     "a run, frontier or oco run)")
+    if not columns:
+        raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv; pass a folder printed by a dpbandit command")
+    raise ValueError(f"{str(run_dir / 'results.csv')!r} holds no regret curves: this kind of run has no regret plot; "
+                     "its manifest.json lists the files it wrote")
 
 
 def _private_from_manifest(manifest: dict, labels) -> dict[str, bool]:

@@ -7,27 +7,20 @@ The tidy table has one row per (env_id, agent, seed, t) at the recorded rounds, 
 where ``reward`` and ``regret`` are those of round ``t`` (pseudo-regret: best expected reward minus the chosen arm's
 expected reward) and the cumulative columns sum rounds ``1..t``.
 
-Run directories (shared by the bandit runner and the OCO runner): :func:`prepare_run_dir` creates ``<out>/<name>``
-or reuses it when its ``manifest.json`` records the same ``config_hash`` (a different experiment is refused unless
-``fresh``); :func:`store_job` writes a finished job atomically (``jobs/<stem>.csv``, then ``jobs/<stem>.json``,
-which marks it finished) and :func:`load_job` reads it back. Every JSON file is strict (:func:`write_json_atomic`).
+Run directories, atomic files and stored jobs live in :mod:`dpbandit.experiment.rundir`; :func:`prepare_run_dir`,
+:func:`store_job`, :func:`load_job`, :func:`write_atomic` and :func:`write_json_atomic` are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import platform
-import shutil
-import tempfile
 from importlib import metadata
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dpbandit.experiment.rundir import load_job, prepare_run_dir, store_job, write_atomic, write_json_atomic
 from dpbandit.validation import check_int
 
 __all__ = [
@@ -111,96 +104,6 @@ def summary_table(frame: pd.DataFrame, timings: pd.DataFrame | None = None, leve
         keys = ["env_id", "agent"]
         table = table.merge(per_round.groupby(keys)["us_per_round"].mean().reset_index(), on=keys, how="left")
     return table.sort_values(["env_id", "final_regret_mean"], kind="stable").reset_index(drop=True)
-
-
-def write_atomic(path: str | Path, write: Any) -> Path:
-    """Write a file atomically: ``write(tmp_path)`` fills a temporary file that is then renamed onto ``path``.
-
-    A reader (or a run killed mid-write) never sees a partial file.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def write_json_atomic(path: str | Path, data: Any) -> Path:
-    """Write strict JSON atomically: infinite and NaN floats, also inside numpy scalars and arrays, become the
-    strings "inf", "-inf", "nan"; numpy values become Python numbers and lists, paths strings."""
-    text = json.dumps(_strict(data), indent=2, default=_json_default, allow_nan=False)
-    return write_atomic(path, lambda p: p.write_text(text + "\n"))
-
-
-def _strict(obj: Any) -> Any:
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return "nan" if np.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, dict):
-        return {k: _strict(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_strict(v) for v in obj]
-    if isinstance(obj, (np.generic, np.ndarray)):
-        return _strict(obj.tolist() if isinstance(obj, np.ndarray) else obj.item())
-    return obj
-
-
-def _json_default(obj: Any) -> Any:  # numpy values were converted by _strict
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-
-def prepare_run_dir(parent: str | Path, name: str, config_hash: str, fresh: bool = False) -> Path:
-    """``<parent>/<name>``: created, or reused when its ``manifest.json`` holds the same ``config_hash``.
-
-    ``fresh=True`` discards an existing directory first. A directory holding a different experiment (another
-    hash) or something that is not a run (files but no manifest) raises ``ValueError`` before anything is written.
-    """
-    run_dir = Path(parent) / name
-    manifest_path = run_dir / "manifest.json"
-    if run_dir.exists() and fresh:
-        shutil.rmtree(run_dir)
-    elif manifest_path.is_file():
-        old = json.loads(manifest_path.read_text()).get("config_hash")
-        if old != config_hash:
-            raise ValueError(
-                f"run directory {str(run_dir)!r} holds a different experiment (config hash {str(old)[:12]} != "
-                f"{config_hash[:12]}): pass fresh=True (CLI: --fresh) to discard it, or change the "
-                "experiment's name or out folder"
-            )
-    elif run_dir.exists() and any(run_dir.iterdir()):
-        raise ValueError(
-            f"run directory {str(run_dir)!r} exists but is not a dpbandit run (no manifest.json): choose another "
-            "name or out folder, or pass fresh=True (CLI: --fresh) to replace it"
-        )
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
-
-
-def store_job(run_dir: Path, stem: str, frame: pd.DataFrame, meta: Any) -> None:
-    """Write a finished job atomically: ``jobs/<stem>.csv`` first, then ``jobs/<stem>.json`` (strict JSON), whose
-    presence marks the job finished."""
-    write_atomic(run_dir / "jobs" / f"{stem}.csv", lambda p: frame.to_csv(p, index=False))
-    write_json_atomic(run_dir / "jobs" / f"{stem}.json", meta)
-
-
-#: pandas >= 3 parses floats round-trip by default (and deprecates the option); older pandas needs it.
-_EXACT_CSV = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
-
-
-def load_job(run_dir: Path, stem: str) -> tuple[pd.DataFrame, Any] | None:
-    """The ``(frame, meta)`` of a job finished by an earlier (possibly killed) run, or None; floats read back
-    exactly (round-trip parsing), so a resumed run equals an uninterrupted one."""
-    meta_path, csv_path = run_dir / "jobs" / f"{stem}.json", run_dir / "jobs" / f"{stem}.csv"
-    if not (meta_path.is_file() and csv_path.is_file()):
-        return None
-    return pd.read_csv(csv_path, **_EXACT_CSV), json.loads(meta_path.read_text())
 
 
 def package_versions() -> dict[str, str]:

@@ -24,7 +24,9 @@ agent sees the same users and the same seed gives identical results.
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -40,14 +42,14 @@ import pandas as pd
 import dpbandit.envs  # noqa: F401  (registers the environments, also inside worker processes)
 from dpbandit.agents import make_agent
 from dpbandit.agents.base import Agent
-from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
+from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, make_env
 from dpbandit.experiment.plots import plot_regret
+from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.results import (
     COLUMNS,
     checkpoint_rounds,
     load_job,
     package_versions,
-    prepare_run_dir,
     store_job,
     summary_table,
     write_atomic,
@@ -107,7 +109,7 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
     env_index, agent_index, seed = job
     env_spec: EnvSpec = config.envs[env_index]
     spec: AgentSpec = config.agents[agent_index]
-    env = gymnasium.make(env_spec.id, **env_spec.kwargs)
+    env = make_env(env_spec.id, **env_spec.kwargs)
     try:
         agent = make_agent(spec.type, env, **spec.params)
         start = time.perf_counter()
@@ -170,9 +172,14 @@ def run_experiment(
     if dask_address is not None and backend != "dask":
         raise ValueError("dask_address is only used with backend='dask'")
     config.validate()
-    run_dir = None
-    if out is not False:
-        run_dir = prepare_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh)
+    if out is False:
+        return _run(config, None, progress, backend, dask_address)
+    with open_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh) as run_dir:
+        return _run(config, run_dir, progress, backend, dask_address)
+
+
+def _run(config: ExperimentConfig, run_dir: Path | None, progress: bool, backend: str,
+         dask_address: str | None) -> RunResult:
     manifest: dict[str, Any] = {
         "status": "running",
         "config": config.to_dict(),
@@ -265,15 +272,37 @@ def execute_jobs(
             from joblib import Parallel, delayed
 
             parallel = Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator_unordered")
-            for job, output in parallel(delayed(_run_tagged)(run_job, job) for job in jobs):
+            for job, output in parallel(delayed(_run_tagged)(run_job, job, os.getpid()) for job in jobs):
                 store(job, output)
                 bar.update()
     finally:
         bar.close()
 
 
-def _run_tagged(run_job: Callable[[Any], Any], job: Any) -> tuple[Any, Any]:
+def _run_tagged(run_job: Callable[[Any], Any], job: Any, driver: int | None = None) -> tuple[Any, Any]:
+    if driver is not None:
+        _watch_driver(driver)
     return job, run_job(job)
+
+
+_WATCHING: set[int] = set()
+
+
+def _watch_driver(driver: int, period: float = 0.5) -> None:
+    """In a worker process started by the driver process ``driver`` on this machine (loky, a local Dask cluster),
+    start (once) a daemon thread that ends this process within ``period`` seconds of the driver's death (the
+    worker is then re-parented), even in the middle of a job: a killed run leaves no workers computing behind it.
+    Does nothing in the driver itself or in workers of a remote cluster."""
+    if driver in _WATCHING or os.getpid() == driver or os.getppid() != driver:
+        return
+    _WATCHING.add(driver)
+
+    def watch() -> None:
+        while os.getppid() == driver:
+            time.sleep(period)
+        os._exit(70)
+
+    threading.Thread(target=watch, name="dpbandit-driver-watchdog", daemon=True).start()
 
 
 def _execute_dask(run_job, jobs, store, bar, n_jobs, dask_address) -> None:
@@ -286,7 +315,7 @@ def _execute_dask(run_job, jobs, store, bar, n_jobs, dask_address) -> None:
         cluster = LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True, dashboard_address=None)
     client = Client(cluster if cluster is not None else dask_address)
     try:
-        futures = [client.submit(_run_tagged, run_job, job, pure=False) for job in jobs]
+        futures = [client.submit(_run_tagged, run_job, job, os.getpid(), pure=False) for job in jobs]
         for future in as_completed(futures):
             job, output = future.result()
             store(job, output)

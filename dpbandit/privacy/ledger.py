@@ -3,14 +3,16 @@ calibration, and the report (``spec/dp-testing-and-accounting.md`` §1, §2, §7
 
 Every entry of a :class:`PrivacyLedger` is a :class:`PrivacyEvent`: ``count`` releases, each a Gaussian mechanism
 (noise multiplier ``z = sigma / Delta``), a Laplace mechanism (``b / Delta_1``), a rho-zCDP mechanism, a pure
-epsilon-DP mechanism, or a non-private release. A continual-release tree is ``L`` Gaussian releases of multiplier
+epsilon-DP mechanism, or a non-private release. A **parallel** event (``parallel=True``) is ``count`` releases on
+disjoint sets of users (one release per episode, each user in one episode): every accounting charges it one
+release (``PrivacyEvent.per_user``), never ``count``. A continual-release tree is ``L`` Gaussian releases of multiplier
 ``sigma / Delta`` and hence, exactly, one Gaussian mechanism of multiplier ``sigma / (Delta sqrt(L))`` (§1.1, §2).
 
 Accountings (``method``), all valid upper bounds (never below 0); the report picks the smallest that applies and
 its ``composition``/``conversion`` text names what that accounting did with the ledger's mix of event kinds:
 
 * ``"exact"``: the analytic Gaussian (Balle & Wang 2018) when every event is Gaussian (composed Gaussians are one
-  Gaussian with ``mu^2 = sum count / z^2``), or the plain sum when every event is pure DP and delta = 0;
+  Gaussian with ``mu^2 = sum per_user / z^2``), or the plain sum when every event is pure DP and delta = 0;
 * ``"pld"``: dp_accounting's ``PLDAccountant`` (Gaussian and Laplace events only);
 * ``"rdp"``: dp_accounting's ``RdpAccountant`` (default orders) under ``REPLACE_SPECIAL``, full-horizon trees as
   ``SingleEpochTreeAggregationDpEvent``; known answer T = 1024, sigma = 10, delta = 1e-5 -> 1.3785 (E7);
@@ -56,7 +58,8 @@ def _labels(method: str, kinds: set[str]) -> tuple[str, str]:
     if method == "exact" and kinds <= {"laplace", "pure"}:  # only at delta = 0
         return "pure-DP composition (sum of the per-release epsilons)", "none: pure epsilon-DP, delta = 0"
     if method == "exact":
-        return "composed Gaussians = one Gaussian (mu^2 = sum count/z^2)", "analytic Gaussian (Balle-Wang 2018)"
+        return ("composed Gaussians = one Gaussian (mu^2 = sum n/z^2, n = releases per user)",
+                "analytic Gaussian (Balle-Wang 2018)")
     if method == "pld":
         return (f"PLD composition of {' and '.join(sorted(kinds))} releases (dp_accounting PLDAccountant)",
                 "PLD epsilon(delta), discretisation 1e-4")
@@ -110,17 +113,23 @@ class PrivacyLedger:
         self._events.append(event)
         return self
 
-    def add_gaussian(self, noise_multiplier: float, count: int = 1, *, mechanism: str = "Gaussian") -> PrivacyLedger:
-        """``count`` Gaussian releases with ``sigma / Delta_2 = noise_multiplier``."""
-        return self.add_event(PrivacyEvent("gaussian", noise_multiplier, count, mechanism))
+    def add_gaussian(self, noise_multiplier: float, count: int = 1, *, mechanism: str = "Gaussian",
+                     parallel: bool = False, bound: str = "") -> PrivacyLedger:
+        """``count`` Gaussian releases with ``sigma / Delta_2 = noise_multiplier`` (``parallel``: on disjoint users,
+        charged as one release)."""
+        return self.add_event(PrivacyEvent("gaussian", noise_multiplier, count, mechanism, bound=bound,
+                                           parallel=parallel))
 
     def add_laplace(self, noise_multiplier: float, count: int = 1, *, mechanism: str = "Laplace") -> PrivacyLedger:
         """``count`` Laplace releases with ``b / Delta_1 = noise_multiplier`` (each ``1/noise_multiplier``-DP)."""
         return self.add_event(PrivacyEvent("laplace", noise_multiplier, count, mechanism))
 
-    def add_zcdp(self, rho: float, count: int = 1, *, mechanism: str, bound: str) -> PrivacyLedger:
-        """``count`` rho-zCDP releases (e.g. report-noisy-max, spec/errata.md E4); ``bound`` names the result."""
-        return self.add_event(PrivacyEvent("zcdp", rho, count, mechanism, bound=bound))
+    def add_zcdp(self, rho: float, count: int = 1, *, mechanism: str, bound: str,
+                 parallel: bool = False) -> PrivacyLedger:
+        """``count`` rho-zCDP releases (e.g. report-noisy-max, spec/errata.md E4); ``bound`` names the result.
+        ``parallel``: the releases hold disjoint users (one per episode), so one user costs ``rho``, not
+        ``count rho``."""
+        return self.add_event(PrivacyEvent("zcdp", rho, count, mechanism, bound=bound, parallel=parallel))
 
     def add_pure(self, epsilon: float, count: int = 1, *, mechanism: str, bound: str = "") -> PrivacyLedger:
         """``count`` epsilon-DP releases."""
@@ -201,9 +210,9 @@ class PrivacyLedger:
     def _epsilon_exact(self, delta: float) -> float:
         if delta == 0.0:
             self._unsupported("exact (delta = 0)", ("laplace", "pure"))
-            return math.fsum(e.count * self._pure_epsilon(e) for e in self._events)
+            return math.fsum(e.per_user * self._pure_epsilon(e) for e in self._events)
         self._unsupported("exact", ("gaussian",))
-        mu = math.sqrt(math.fsum(e.count / e.value**2 for e in self._events))
+        mu = math.sqrt(math.fsum(e.per_user / e.value**2 for e in self._events))
         return gaussian_epsilon(1.0 / mu, delta, 1.0)
 
     def _epsilon_pld(self, delta: float) -> float:
@@ -211,20 +220,22 @@ class PrivacyLedger:
         accountant = dp_pld.PLDAccountant(dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
         for e in self._events:
             event = dp_accounting.GaussianDpEvent if e.kind == "gaussian" else dp_accounting.LaplaceDpEvent
-            accountant.compose(event(e.value), e.count)
+            accountant.compose(event(e.value), e.per_user)
         return float(accountant.get_epsilon(delta))
 
     def _epsilon_rdp(self, delta: float) -> float:
         accountant = dp_rdp.RdpAccountant(neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_SPECIAL)
         for e in self._events:
-            if e.kind == "gaussian" and e.window is None and e.horizon and tree_depth(e.horizon) == e.count:
+            n = e.per_user
+            if (e.kind == "gaussian" and not e.parallel and e.window is None and e.horizon
+                    and tree_depth(e.horizon) == e.count):
                 accountant.compose(dp_accounting.SingleEpochTreeAggregationDpEvent(e.value, e.horizon))
             elif e.kind == "gaussian":
-                accountant.compose(dp_accounting.GaussianDpEvent(e.value), e.count)
+                accountant.compose(dp_accounting.GaussianDpEvent(e.value), n)
             elif e.kind == "laplace":
-                accountant.compose(dp_accounting.LaplaceDpEvent(e.value), e.count)
+                accountant.compose(dp_accounting.LaplaceDpEvent(e.value), n)
             else:  # zcdp, or pure via eps-DP => eps^2/2-zCDP
-                accountant.compose(dp_accounting.ZCDpEvent(e.rho / e.count), e.count)
+                accountant.compose(dp_accounting.ZCDpEvent(e.rho / n), n)
         return float(accountant.get_epsilon(delta))
 
     def _epsilon_zcdp(self, delta: float) -> float:
@@ -235,11 +246,11 @@ class PrivacyLedger:
         return 1.0 / e.value if e.kind == "laplace" else e.value
 
     def _epsilon_basic(self, delta: float) -> float:
-        releases = sum(e.count for e in self._events if e.approximate)
+        releases = sum(e.per_user for e in self._events if e.approximate)
         share = delta / releases if releases else 0.0
         per = {"gaussian": lambda e: gaussian_epsilon(e.value, share, 1.0), "laplace": self._pure_epsilon,
                "zcdp": lambda e: zcdp_epsilon(e.value, share), "pure": self._pure_epsilon}
-        return math.fsum(e.count * per[e.kind](e) for e in self._events)
+        return math.fsum(e.per_user * per[e.kind](e) for e in self._events)
 
     def epsilons(self, delta: float) -> dict[str, float]:
         """epsilon under every method that applies (methods raising :class:`UnsupportedEventError` are left out;
@@ -303,6 +314,10 @@ class PrivacyLedger:
             if method not in results:
                 self.epsilon(delta, method)  # raises the reason the method does not apply
         composition, conversion = _labels(chosen, {e.kind for e in self._events})
+        parallel = sum(e.count for e in self._events if e.parallel)
+        if parallel:
+            composition += (f"; parallel composition over {parallel} releases on disjoint users (each user in one "
+                            "release: charged once, the maximum over releases, not the sum)")
         return PrivacyReport(
             guarantee=guarantee, epsilon=results[chosen], rho=self.rho, window=window, conversion=conversion,
             composition=f"{composition}; {sum(e.count for e in self._events)} releases in {len(self._events)} events",

@@ -89,6 +89,12 @@ class PrivacyEvent:
     "zcdp" (rho per release), "pure" (epsilon per release), "non-private" (value 0: no noise).
     ``scale`` (absolute sigma or b), ``sensitivity``, ``horizon``, ``window`` document trees; ``bound`` names the
     result the accounting of this event rests on.
+
+    ``parallel``: the ``count`` releases hold **disjoint** sets of users (e.g. one release per episode, each user in
+    exactly one episode: parallel composition). A user's datum then enters one release, so the event costs what one
+    release costs (``per_user = 1``), whatever ``count``; ``value`` is the per-release cost (the releases of one
+    episode, composed sequentially inside it, recorded as one release or as several parallel events of the same
+    ``count``). Otherwise every user touches all ``count`` releases (``per_user = count``).
     """
 
     kind: str
@@ -100,9 +106,12 @@ class PrivacyEvent:
     horizon: int | None = None
     window: int | None = None
     bound: str = ""
+    parallel: bool = False
 
     def __post_init__(self) -> None:
         check_choice("kind", self.kind, KINDS)
+        if not isinstance(self.parallel, bool):
+            raise TypeError(f"parallel must be a bool, got {self.parallel!r}")
         if self.kind == "non-private":
             object.__setattr__(self, "value", check_real("value", self.value, low=0.0, high=0.0))
         else:
@@ -124,9 +133,15 @@ class PrivacyEvent:
         return self.kind in ("gaussian", "zcdp")
 
     @property
+    def per_user(self) -> int:
+        """How many of the ``count`` releases one user's datum enters: 1 if ``parallel``, else ``count``."""
+        return 1 if self.parallel else self.count
+
+    @property
     def rho(self) -> float:
-        """zCDP rho of all ``count`` releases: Gaussian ``1/(2 z^2)``, pure/Laplace ``eps^2/2`` (Bun & Steinke
-        2016, Prop. 1.4), zCDP as recorded; inf for a non-private release."""
+        """zCDP rho of the event for one user (``per_user`` releases): Gaussian ``1/(2 z^2)``, pure/Laplace
+        ``eps^2/2`` (Bun & Steinke 2016, Prop. 1.4), zCDP as recorded, per release; inf for a non-private
+        release. A parallel event costs one release's rho, not ``count`` times it."""
         per = {
             "gaussian": lambda v: 0.5 / v**2,
             "laplace": lambda v: 0.5 / v**2,
@@ -134,7 +149,7 @@ class PrivacyEvent:
             "pure": lambda v: 0.5 * v**2,
             "non-private": lambda v: math.inf,
         }[self.kind](self.value)
-        return self.count * per
+        return self.per_user * per
 
     @classmethod
     def for_tree(cls, acc: TreeAccounting, sensitivity: float, mechanism: str | None = None) -> PrivacyEvent:

@@ -9,7 +9,8 @@ import pytest
 import dpbandit.envs  # noqa: F401  (registers the dpbandit/ ids)
 from dpbandit.agents import AGENTS, Agent, hyperparameters, make_agent
 
-NAMES = ["random", "oracle", "greedy", "egreedy", "linucb", "lasso", "dp_hdb", "dp_ucb", "oco"]
+NAMES = ["random", "oracle", "greedy", "egreedy", "linucb", "lasso", "dp_hdb", "dp_ucb", "oco", "episodic_ridge",
+         "fliphat"]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +40,7 @@ def test_registry_names_and_classes():
     assert sorted(AGENTS) == sorted(NAMES)
     for name, cls in AGENTS.items():
         assert issubclass(cls, Agent) and cls.name == name
-        assert cls.private == (name in ("dp_hdb", "dp_ucb", "oco"))
+        assert cls.private == (name in ("dp_hdb", "dp_ucb", "oco", "episodic_ridge", "fliphat"))
 
 
 def test_hyperparameters_lists_constructor_arguments():
@@ -50,7 +51,8 @@ def test_hyperparameters_lists_constructor_arguments():
 
 
 def test_make_agent_unknown_name_lists_the_known_ones(sparse_env):
-    with pytest.raises(ValueError, match="unknown agent .ucb.; known agents: dp_hdb, dp_ucb, egreedy, greedy, lasso, linucb, oco"):
+    with pytest.raises(ValueError, match="unknown agent .ucb.; known agents: dp_hdb, dp_ucb, egreedy, episodic_ridge, fliphat, greedy, lasso, "
+                                         "linucb, oco"):
         make_agent("ucb", sparse_env)
     with pytest.raises(TypeError, match="agent name must be a string"):
         make_agent(None, sparse_env)
@@ -96,7 +98,7 @@ def test_end_to_end_in_sparse_linear(sparse_env, name):
         assert regret > 0.0
 
 
-@pytest.mark.parametrize("name", ["random", "oracle", "greedy", "egreedy", "linucb"])
+@pytest.mark.parametrize("name", ["random", "oracle", "greedy", "egreedy", "linucb", "episodic_ridge"])
 def test_end_to_end_in_shared_linear(name):
     env = gymnasium.make("dpbandit/SharedLinear-v0", horizon=200)
     agent = make_agent(name, env)

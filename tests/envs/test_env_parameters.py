@@ -10,7 +10,7 @@ from dpbandit.seeding import stream
 
 
 @pytest.mark.parametrize("norm", ["l1", "l2"])
-@pytest.mark.parametrize("values", ["equal", "gaussian"])
+@pytest.mark.parametrize("values", ["equal", "gaussian", "uniform"])
 def test_sparse_theta_has_exactly_s_nonzeros_and_the_exact_norm(norm, values):
     theta = sparse_theta(stream(3, "instance"), 200, 30, 5, values, norm, 2.5)
     assert theta.shape == (200, 30)
@@ -69,7 +69,7 @@ def test_same_generator_state_gives_the_same_parameters():
     [
         (dict(s=0), ValueError, r"s must be an integer in \[1, 10\], got 0"),
         (dict(s=11), ValueError, r"s must be an integer in \[1, 10\], got 11"),
-        (dict(values="uniform"), ValueError, r"values must be one of \('equal', 'gaussian'\)"),
+        (dict(values="uniforms"), ValueError, r"values must be one of \('equal', 'gaussian', 'uniform'\)"),
         (dict(norm="linf"), ValueError, r"norm must be one of \('l1', 'l2'\)"),
         (dict(bound=0.0), ValueError, r"bound must be a finite number > 0, got 0.0"),
         (dict(bound=float("nan")), ValueError, r"bound must be a number > 0, got nan"),
@@ -90,3 +90,11 @@ def test_dense_theta_rejects_bad_input():
         dense_theta(stream(0, "instance"), 2, 3, "l3", 1.0)
     with pytest.raises(ValueError, match=r"bound must be a finite number > 0, got -1.0"):
         dense_theta(stream(0, "instance"), 2, 3, "l2", -1.0)
+
+
+def test_uniform_values_are_fliphats_law_rescaled():
+    """U[0.5, 1] magnitudes with random signs, then scaled: within a row the magnitudes span a factor <= 2."""
+    theta = sparse_theta(stream(4, "instance"), 2000, 20, 5, "uniform", "l1", 3.75)
+    mags = np.abs(theta[theta != 0]).reshape(2000, 5)
+    assert np.all(mags.max(axis=1) <= 2.0 * mags.min(axis=1) + 1e-12)
+    assert 0.45 < np.mean(theta[theta != 0] > 0) < 0.55

@@ -16,7 +16,7 @@ def _env(**kwargs):
     return gymnasium.make("dpbandit/SparseLinear-v0", **kwargs)
 
 
-SMALL_PARAMS = {"oco": {"learner": "pigd"}}
+SMALL_PARAMS = {"oco": {"learner": "pigd"}, "episodic_ridge": {"first_episode": 4}}  # releases within 20 rounds
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))

@@ -132,11 +132,13 @@ def test_plot_every_run_kind_or_refuse_in_one_line(tmp_path, capsys):
     other.mkdir()
     (other / "x.txt").write_text("mine")
     capsys.readouterr()
-    for path, text in ((table, "is a table-5.1 reproduction"), (other, "is not a dpbandit run directory"),
-                       (tmp_path / "missing", "is not a folder")):
+    (other / "results.csv").write_text("a,b\n1,2\n")  # somebody's own table
+    for path, text in ((table, "is a table-5.1 reproduction"), (other, "holds no regret curves"),
+                       (tmp_path / "missing", "has no results.csv")):
         assert cli_main(["plot", str(path)]) == 2
         err = capsys.readouterr().err
         assert text in err and err.count("\n") == 1 and "Traceback" not in err
-    assert (other / "x.txt").read_text() == "mine" and sorted(p.name for p in other.iterdir()) == ["x.txt"]
+    assert (other / "x.txt").read_text() == "mine"
+    assert sorted(p.name for p in other.iterdir()) == ["results.csv", "x.txt"]  # nothing written into it
     with pytest.raises(ValueError, match="table-5.1"):
         replot(table)

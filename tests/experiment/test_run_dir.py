@@ -17,13 +17,14 @@ from dpbandit.experiment.runner import execute_jobs
 def test_prepare_run_dir_reuses_the_same_experiment_and_refuses_others(tmp_path):
     run_dir = prepare_run_dir(tmp_path, "exp", "a" * 64)
     assert run_dir == tmp_path / "exp" and run_dir.is_dir()
-    write_json_atomic(run_dir / "manifest.json", {"config_hash": "a" * 64})
+    write_json_atomic(run_dir / "manifest.json", {"config_hash": "a" * 64, "config": {"name": "exp"}})
     (run_dir / "jobs").mkdir()
     assert prepare_run_dir(tmp_path, "exp", "a" * 64) == run_dir and (run_dir / "jobs").is_dir()  # kept
     with pytest.raises(ValueError, match="different experiment \\(config hash aaaaaaaaaaaa != bbbbbbbbbbbb\\)"):
         prepare_run_dir(tmp_path, "exp", "b" * 64)
     assert (run_dir / "manifest.json").is_file()  # refused before touching anything
     assert prepare_run_dir(tmp_path, "exp", "b" * 64, fresh=True) == run_dir and not any(run_dir.iterdir())
+    # (what --fresh keeps and refuses: tests/experiment/test_fresh_safety.py)
     other = tmp_path / "notes"
     other.mkdir()
     (other / "todo.txt").write_text("mine")

@@ -2,6 +2,7 @@
 
     dpbandit reproduce table-5.1 [--quick] [options]    Han et al.'s Table 5.1, published vs correctly calibrated
     dpbandit reproduce figure-5.1 [--quick] [options]   Han et al.'s Figure 5.1 (module figure_5_1)
+    dpbandit reproduce fliphat [--quick] [options]      FLIPHAT's experiment, published vs correct (module fliphat)
 
 :data:`REPRODUCTIONS` maps a target name to its ``main(argv) -> exit code``; :func:`main` dispatches
 ``[target, *options]`` to it.
@@ -26,8 +27,14 @@ def _figure_5_1(argv: list[str]) -> int:
     return figure_main(argv)
 
 
+def _fliphat(argv: list[str]) -> int:
+    from dpbandit.experiment.reproduce.fliphat import main as fliphat_main
+
+    return fliphat_main(argv)
+
+
 #: target name -> main(argv) of that reproduction (modules are imported only when their target runs).
-REPRODUCTIONS = {"table-5.1": _table_5_1, "figure-5.1": _figure_5_1}
+REPRODUCTIONS = {"table-5.1": _table_5_1, "figure-5.1": _figure_5_1, "fliphat": _fliphat}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,7 +10,9 @@ under-calibrated numbers, not reproduction targets (§9.5). Here every agent of 
 (``dpbandit/HanFigure51-K2-v0`` / ``-K5-v0``: contexts normalised to ||x||_inf = 1 for all) and the same users
 (common random numbers), and uniform random play is run next to them:
 
-* private: DP-HDB (``"dp_hdb"``) and DP-UCB (``"dp_ucb"``), both (epsilon, delta)-JDP with delta = 1/T;
+* private: DP-HDB (``"dp_hdb"``), DP-UCB (``"dp_ucb"``), episodic ridge (``"episodic_ridge"``) and FLIPHAT
+  (``"fliphat"``), all
+  (epsilon, delta)-JDP with delta = 1/T;
 * non-private references: the LASSO bandit (``"lasso"``), LinUCB (``"linucb"``), uniform random (``"random"``).
 
 One :class:`~dpbandit.experiment.config.ExperimentConfig` (two environments) is run by
@@ -47,6 +49,7 @@ import pandas as pd
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, make_agent
 from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
+from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import mean_ci, write_atomic
 from dpbandit.experiment.runner import RunResult, run_experiment
@@ -74,6 +77,8 @@ DOCS_PAGE = "docs/derivations.md#figure-51"
 AGENTS_51: tuple[tuple[str, str], ...] = (
     ("dp_hdb", "DP-HDB"),
     ("dp_ucb", "DP-UCB"),
+    ("episodic_ridge", "episodic ridge"),
+    ("fliphat", "FLIPHAT"),
     ("lasso", "LASSO bandit (non-private)"),
     ("linucb", "LinUCB (non-private)"),
     ("random", RANDOM_LABEL),
@@ -300,9 +305,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return run_cli(args)
-    except (ValueError, TypeError) as exc:
-        print(f"dpbandit reproduce figure-5.1: error: {exc}", file=sys.stderr)
-        return 2
+    except EXPECTED as exc:
+        return report("dpbandit reproduce figure-5.1", exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -55,13 +55,15 @@ from dpbandit.experiment.reproduce.table_5_1_published import (
     Instance,
     derive_instances,
 )
+from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
+from dpbandit.experiment.rundir import LOCK_FILE, run_lock
 from dpbandit.experiment.stats import ratio_to_published
 from dpbandit.optim.frank_wolfe import CALIBRATIONS, DPTOFW, PublishedSettingWarning
 from dpbandit.optim.sco_baselines import NoisySFW, NoisySGD
 from dpbandit.privacy.report import PUBLISHED_CODE_SETTING
 from dpbandit.seeding import stream
-from dpbandit.validation import check_choice, check_epsilon, check_int
+from dpbandit.validation import check_choice, check_epsilon, check_int, check_run_name
 
 __all__ = ["PUBLISHED", "GRIDS", "Table51Config", "QUICK", "run_table_5_1", "main"]
 
@@ -111,8 +113,8 @@ class Table51Config:
         check_int("sgd_max_horizon", self.sgd_max_horizon, low=0)
         check_int("n_jobs", self.n_jobs, low=1)
         check_choice("theta", self.theta, THETAS)
-        if not isinstance(self.name, str) or not self.name or "/" in self.name:
-            raise ValueError(f"name must be a non-empty folder name, got {self.name!r}")
+        check_run_name(self.name)
+        RegressionStream(max(self.dims), max(self.horizons), theta="code")  # refuses up front what cannot fit
 
     def algorithms(self, horizon: int, p: float) -> tuple[str, ...]:
         if p == 1.5:
@@ -283,13 +285,20 @@ class Table51Result:
 
 def _prepare(run_dir: Path) -> None:
     manifest = run_dir / "manifest.json"
-    if run_dir.exists() and any(run_dir.iterdir()):
+    if run_dir.exists() and (not run_dir.is_dir() or any(p.name != LOCK_FILE for p in run_dir.iterdir())):
         import json
 
-        kind = json.loads(manifest.read_text()).get("kind") if manifest.is_file() else None
+        try:
+            kind = json.loads(manifest.read_text()).get("kind") if manifest.is_file() else None
+        except (OSError, ValueError, AttributeError):
+            kind = None
         if kind != "reproduce table-5.1":
-            raise ValueError(f"run directory {str(run_dir)!r} exists and is not a table-5.1 reproduction")
-    run_dir.mkdir(parents=True, exist_ok=True)
+            raise ValueError(f"run directory {str(run_dir)!r} exists and is not a table-5.1 reproduction; it is left "
+                             "untouched: choose another --name or --out")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot create the run directory {str(run_dir)!r}: {exc.strerror}") from None
 
 
 def run_table_5_1(config: Table51Config = Table51Config(), out: str | Path | None = "runs",
@@ -298,12 +307,19 @@ def run_table_5_1(config: Table51Config = Table51Config(), out: str | Path | Non
     ``<out>/<config.name>`` unless ``out`` is None. A previous reproduction of the same name is overwritten."""
     if not isinstance(config, Table51Config):
         raise TypeError(f"config must be a Table51Config, got {type(config).__name__}")
-    run_dir = None if out is None else Path(out) / config.name
+    if out is None:
+        return _run(config, None, progress)
+    run_dir = Path(out) / config.name
+    _prepare(run_dir)
+    with run_lock(run_dir):
+        return _run(config, run_dir, progress)
+
+
+def _run(config: Table51Config, run_dir: Path | None, progress: bool) -> Table51Result:
     manifest = {"kind": "reproduce table-5.1", "status": "running", "config": config.to_dict(),
                 "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "versions": package_versions(),
                 "published_source": PUBLISHED_SOURCE}
     if run_dir is not None:
-        _prepare(run_dir)
         write_json_atomic(run_dir / "manifest.json", manifest)
     warnings.warn(f"the middle column of Table 5.1 reruns the published code's calibration: {PUBLISHED_COLUMN} "
                   "results are not differentially private and are labelled as such", PublishedSettingWarning,
@@ -371,8 +387,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point (``dpbandit reproduce table-5.1 ...``); returns the exit code."""
-    import sys
-
     args = build_parser().parse_args(argv)
     base = QUICK if args.quick else Table51Config()
     changes = {k: v for k, v in vars(args).items()
@@ -383,9 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = dataclasses.replace(base, **changes)
         result = run_table_5_1(config, out=args.out, progress=not args.no_progress)
-    except (ValueError, TypeError) as exc:
-        print(f"dpbandit reproduce table-5.1: error: {exc}", file=sys.stderr)
-        return 2
+    except EXPECTED as exc:
+        return report("dpbandit reproduce table-5.1", exc)
     print(to_markdown(result.table, config))
     print(f"Results: {result.run_dir / 'results.csv'}\nTable:   {result.run_dir / 'table.md'}\n"
           f"Manifest: {result.run_dir / 'manifest.json'}")

@@ -1,0 +1,285 @@
+"""Episodic private agents: doubling episodes with forgetting (``spec/episodic-private-agents.md``; user guide
+``docs/episodic-agents.md``).
+
+**Schedule** (:class:`EpisodeSchedule`, public and data-independent): users t = 0, 1, ..., T-1 are split into
+episodes ell = 0, 1, ... of ``first * 2**ell`` users (the last one truncated at the horizon T); episode ell holds
+users ``first (2**ell - 1) <= t < first (2**(ell+1) - 1)``.
+
+**Curator** (:class:`EpisodicCurator`, the data-touching half of a :class:`~dpbandit.agents.private.PrivateAgent`):
+buffers the current episode's served users — the played feature row ``x = observation[arm]`` (d,) (for the disjoint
+structure every row is the context), the arm, and the reward clipped by
+:func:`~dpbandit.agents.private.reward_clip_range` — after checking the public context bound. When an episode ends it
+calls the subclass's mechanisms once, ``_publish(X (n, d), arms (n,), rewards (n,)) -> release``, stores the
+read-only release and then **forgets** the episode: every user enters exactly one release.
+
+**Privacy** (replace-one neighbours; privacy unit: one user = one round's context and reward). If each release is
+rho-zCDP (or a Gaussian mechanism of multiplier z) in the users of its own episode, the release stream is rho-zCDP
+in every user's data: a user's data enter one release directly (**parallel composition** over episodes), and later
+releases depend on it only through earlier releases, which they may use as public inputs (post-processing; this holds
+when episodes are formed adaptively, because the schedule is fixed in advance). The mechanisms of one episode compose
+sequentially inside it. The ledger records each per-episode mechanism as a *parallel* event (``count`` = number of
+releases, value = the per-release cost; :class:`~dpbandit.privacy.report.PrivacyEvent`), which every accounting
+charges once. Actions use only the latest release and the user's own features, so the actions shown to the other
+users are (epsilon, delta)-DP in a user's data: joint DP by the billboard lemma (``spec/private-oco-learners.md`` §7).
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpbandit.agents.baselines import check_arm
+from dpbandit.agents.private import Curator, RewardClip, check_context_bound
+from dpbandit.envs.constants import BanditConstants
+from dpbandit.privacy.calibrate import gaussian_sigma_analytic, zcdp_rho_for
+from dpbandit.privacy.ledger import PrivacyLedger
+from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
+
+__all__ = ["EpisodeSchedule", "EpisodicBudget", "EpisodicCurator", "default_first_episode"]
+
+
+def default_first_episode(n_arms: int, dim: int, structure: str) -> int:
+    """A public default for the first episode's length: the number of users a least-squares fit needs to be
+    determined without noise — ``d`` for the shared structure (one d x d Gram matrix) and ``K d`` for the disjoint one
+    (K per-arm Gram matrices, each fed by about 1/K of the users under near-uniform early play). Shorter first episodes
+    only add releases fitted on fewer users than unknowns; longer ones delay the first informed release."""
+    n_arms = check_int("n_arms", n_arms, low=1)
+    dim = check_int("dim", dim, low=1)
+    structure = check_choice("structure", structure, ("shared", "disjoint"))
+    return dim * (n_arms if structure == "disjoint" else 1)
+
+
+@dataclass(frozen=True)
+class EpisodeSchedule:
+    """Doubling episodes over a horizon of T users: episode ell has ``first * 2**ell`` users, the last truncated.
+
+    ``horizon`` T >= 1 and ``first`` >= 1 are public integers (validated). Users are indexed t = 0, ..., T-1.
+    """
+
+    horizon: int
+    first: int = 1
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "horizon", check_int("horizon", self.horizon, low=1))
+        object.__setattr__(self, "first", check_int("first", self.first, low=1))
+
+    def start(self, episode: int) -> int:
+        """Index of the first user of ``episode`` (min(first (2**ell - 1), T))."""
+        episode = check_int("episode", episode, low=0)
+        return min(self.first * ((1 << episode) - 1), self.horizon)
+
+    def end(self, episode: int) -> int:
+        """One past the last user of ``episode``: ``min(first (2**(ell+1) - 1), T)``; its release follows user
+        ``end - 1``."""
+        return self.start(check_int("episode", episode, low=0) + 1)
+
+    def length(self, episode: int) -> int:
+        """Users in ``episode`` (0 beyond the horizon)."""
+        return self.end(episode) - self.start(episode)
+
+    def episode_of(self, t: int) -> int:
+        """The episode of user ``t`` in [0, T)."""
+        t = check_int("t", t, low=0, high=self.horizon - 1)
+        return (t // self.first + 1).bit_length() - 1
+
+    @property
+    def n_episodes(self) -> int:
+        """Number of episodes (= releases) over the horizon."""
+        return self.episode_of(self.horizon - 1) + 1
+
+    @property
+    def max_length(self) -> int:
+        """The longest episode (the buffer size an episodic curator needs)."""
+        return max(self.length(e) for e in range(self.n_episodes))
+
+    def boundaries(self) -> tuple[int, ...]:
+        """``end(ell)`` for every episode: the user counts after which a release happens (the last is T)."""
+        return tuple(self.end(e) for e in range(self.n_episodes))
+
+    def describe(self) -> str:
+        ends = self.boundaries()
+        shown = ", ".join(map(str, ends)) if len(ends) <= 8 else f"{', '.join(map(str, ends[:6]))}, ..., {ends[-1]}"
+        return (f"doubling episodes of {self.first} * 2^ell users (public, data-independent; last truncated at "
+                f"T = {self.horizon}): {self.n_episodes} releases, after users {shown}")
+
+
+@dataclass(frozen=True)
+class EpisodicBudget:
+    """The per-release budget of an episodic agent. Every release may spend the whole (epsilon, delta): releases
+    compose in parallel (module docstring).
+
+    ``rho``: the largest rho whose Canonne–Kamath–Steinke conversion gives (epsilon, delta) (``spec/errata.md`` E1;
+    :func:`~dpbandit.privacy.calibrate.zcdp_rho_for`), for mechanisms accounted in zCDP. ``mu``: the analytic-Gaussian
+    mu* = 1/sigma(epsilon, delta, 1) (Balle & Wang 2018), for a per-release mechanism that is one Gaussian mechanism
+    (its whitened sensitivity may be mu*). ``epsilon = inf``: noise off, ``rho = mu = inf``, guarantee "none".
+    """
+
+    epsilon: float
+    delta: float
+    rho: float
+    mu: float
+
+    @classmethod
+    def build(cls, constants: BanditConstants, epsilon: float, delta: float | None = None) -> EpisodicBudget:
+        """Validated budget; ``delta`` defaults to 1/T (then T >= 2 is required)."""
+        if not isinstance(constants, BanditConstants):
+            raise TypeError(f"constants must be a BanditConstants, got {type(constants).__name__}")
+        epsilon = check_epsilon(epsilon, allow_inf=True)
+        if delta is None:
+            if constants.horizon < 2:
+                raise ValueError("delta defaults to 1/T, which is not in (0, 1) for T = 1; pass delta")
+            delta = 1.0 / constants.horizon
+        delta = check_delta(delta, allow_zero=False)
+        if math.isinf(epsilon):
+            return cls(epsilon, delta, math.inf, math.inf)
+        return cls(epsilon, delta, zcdp_rho_for(epsilon, delta), 1.0 / gaussian_sigma_analytic(epsilon, delta, 1.0))
+
+    @property
+    def noise_off(self) -> bool:
+        return math.isinf(self.epsilon)
+
+
+class EpisodicCurator(Curator):
+    """Buffers one episode, publishes once at its end through the subclass's mechanisms, forgets (module docstring).
+
+    Subclasses implement:
+
+    * ``_publish(X, arms, rewards) -> release``: the mechanisms, on the episode's ``X`` (n, d) played rows,
+      ``arms`` (n,) int and clipped ``rewards`` (n,); the arrays are read-only views valid only during the call (the
+      buffer is wiped afterwards). The release must hold read-only arrays it owns.
+    * ``_initial_release() -> release``: the data-independent release used before the first episode ends.
+    * ``_record_release_cost(ledger, count)``: add the per-release mechanisms to ``ledger`` as parallel events of
+      ``count`` releases (``parallel=True``), or a non-private event when the noise is off.
+    * ``sensitivity_assumption`` (str) and optionally ``_report_note()`` for the report.
+
+    A subclass sets its own attributes before calling ``super().__init__`` (which calls ``_initial_release``).
+
+    Args:
+        schedule: the :class:`EpisodeSchedule` (its horizon is the environment's T).
+        budget: the :class:`EpisodicBudget`.
+        n_arms, dim: K and d of the (K, d) observations.
+        context_norm, context_bound: the public bound every played row must satisfy (checked; a row beyond it raises).
+        clip: the :class:`~dpbandit.agents.private.RewardClip` applied to every reward.
+    """
+
+    def __init__(self, schedule: EpisodeSchedule, budget: EpisodicBudget, n_arms: int, dim: int,
+                 context_norm: str, context_bound: float, clip: RewardClip) -> None:
+        if not isinstance(schedule, EpisodeSchedule):
+            raise TypeError(f"schedule must be an EpisodeSchedule, got {type(schedule).__name__}")
+        if not isinstance(budget, EpisodicBudget):
+            raise TypeError(f"budget must be an EpisodicBudget, got {type(budget).__name__}")
+        if not isinstance(clip, RewardClip):
+            raise TypeError(f"clip must be a RewardClip, got {type(clip).__name__}")
+        self.schedule, self.budget, self.clip = schedule, budget, clip
+        self.n_arms = check_int("n_arms", n_arms, low=1)
+        self.dim = check_int("dim", dim, low=1)
+        self.context_norm = check_choice("context_norm", context_norm, ("l2", "linf"))
+        self.context_bound = check_real("context_bound", context_bound, low=0.0, low_inclusive=False)
+        size = schedule.max_length
+        self._X = np.zeros((size, self.dim))
+        self._arms = np.zeros(size, dtype=np.int64)
+        self._rewards = np.zeros(size)
+        self._n = 0  # users buffered in the current episode
+        self._t = 0  # users served so far
+        self._episode = 0
+        self._next_end = schedule.end(0)  # the user count at which the current episode ends
+        self.n_releases = 0
+        self._release = self._initial_release()
+
+    # -- subclass hooks -------------------------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> Any:
+        """The release of one episode's users (class docstring)."""
+
+    @abc.abstractmethod
+    def _initial_release(self) -> Any:
+        """The data-independent release before the first episode ends."""
+
+    @abc.abstractmethod
+    def _record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
+        """Record the per-release mechanisms as parallel events of ``count`` releases (class docstring)."""
+
+    @property
+    @abc.abstractmethod
+    def sensitivity_assumption(self) -> str:
+        """What the per-release sensitivities rest on (public bounds), for the report."""
+
+    def _report_note(self) -> str:
+        return ""
+
+    # -- the curator ----------------------------------------------------------------------------------------------
+
+    @property
+    def t(self) -> int:
+        """Users served so far."""
+        return self._t
+
+    @property
+    def episode(self) -> int:
+        """The current episode (the one the next user joins)."""
+        return self._episode
+
+    def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
+        obs = np.asarray(observation, dtype=float)
+        if obs.shape != (self.n_arms, self.dim):
+            raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, self.dim)}, got {obs.shape}")
+        arm = check_arm(arm, self.n_arms)
+        reward = check_real("reward", reward)
+        x = obs[arm]
+        size = float(np.abs(x).max()) if self.context_norm == "linf" else math.sqrt(float(x @ x))
+        if not size <= self.context_bound:  # the full check (and its message) only when the fast one fails
+            if not math.isfinite(size):
+                raise ValueError(f"observation row {arm} (the played arm) must be finite, got {x!r}")
+            check_context_bound(x, self.context_norm, self.context_bound)
+        if self._t >= self.schedule.horizon:
+            raise ValueError(f"the episode schedule covers horizon T = {self.schedule.horizon} (the environment's); "
+                             f"cannot serve user {self._t + 1}")
+        i = self._n
+        self._X[i] = x
+        self._arms[i] = arm
+        self._rewards[i] = self.clip.clip(reward)
+        self._n += 1
+        self._t += 1
+        if self._t == self._next_end:
+            self._end_episode()
+
+    def _end_episode(self) -> None:
+        n = self._n
+        views = [a[:n].view() for a in (self._X, self._arms, self._rewards)]
+        for v in views:
+            v.setflags(write=False)
+        self._release = self._publish(*views)
+        self.n_releases += 1
+        self._episode += 1
+        self._next_end = self.schedule.end(self._episode)
+        # forget: the episode's users have entered their one release
+        self._X[:n] = 0.0
+        self._arms[:n] = 0
+        self._rewards[:n] = 0.0
+        self._n = 0
+
+    def release(self) -> Any:
+        return self._release
+
+    def privacy_report(self):
+        """The report of the whole planned release stream (one release per episode of the schedule)."""
+        ledger = PrivacyLedger(neighboring="replace-one")
+        self._record_release_cost(ledger, self.schedule.n_episodes)
+        budget = self.budget
+        head = (f"{self.schedule.describe()}; {self.n_releases} released so far. Each user enters exactly one "
+                "release (forgetting), so releases compose in parallel: the guarantee is that of one release.")
+        extra = self._report_note()
+        if budget.noise_off:
+            return ledger.report(budget.delta, guarantee="none", sensitivity_assumption=self.sensitivity_assumption,
+                                 note=f"epsilon = inf: noise off, no privacy guarantee. {head} {extra}".strip())
+        per_release = ledger.rho
+        note = (f"target (epsilon, delta) = ({budget.epsilon:g}, {budget.delta:g}); per-release zCDP rho = "
+                f"{per_release:.6g}. {head} JDP by the billboard lemma: actions use only the latest release and the "
+                f"user's own features. {extra}").strip()
+        return ledger.report(budget.delta, guarantee="JDP", sensitivity_assumption=self.sensitivity_assumption,
+                             note=note)

@@ -1,0 +1,300 @@
+"""Episodic private ridge: one noisy Gram matrix and moment vector per doubling episode, forgetting, greedy action
+(``spec/episodic-private-agents.md`` §3; user guide ``docs/episodic-agents.md``). (epsilon, delta)-JDP.
+
+**Curator** (:class:`~dpbandit.agents.episodic.EpisodicCurator`). At the end of episode ell, on its n users
+(played rows ``x`` (d,), rewards clipped to ``[lo, hi]``), per model m (one in the shared structure; one per arm in
+the disjoint one, fed by the users who played that arm) it releases
+
+    G~_m = sum x x^T + Z_m,   Z_m ~ SymmetricGaussianNoise(sigma_G)   (off-diagonal N(0, sigma_G^2), diagonal
+                                                                        N(0, 2 sigma_G^2); spec/errata.md E5)
+    b~_m = sum x y + N(0, sigma_b^2 I_d),
+
+then forgets the episode. Estimate (post-processing): ``V = G~ + lam I`` with every eigenvalue floored at ``ridge``,
+``theta_hat = V^{-1} b~``; mode ``"forget"`` (default) uses the last episode's release, ``"sum"`` the sum of all
+releases so far (noise variances add: ``m`` releases).
+
+**Sensitivity** (replace-one: one user's context and reward replaced). ``||x||_2 <= L`` (``L = context_bound``, or
+``sqrt(d) context_bound`` for an l_inf bound) and ``|y| <= B`` after clipping.
+
+* Gram: ``D = x x^T - x' x'^T`` has ``||D||_F^2 = ||x||^4 + ||x'||^4 - 2 (x.x')^2 <= 2 L^4``. Under the symmetric
+  noise the whitened shift is ``||D||_F / (sqrt 2 sigma_G) <= L^2 / sigma_G`` (off-diagonal pairs enter twice in
+  ``||D||_F^2`` and once with variance sigma_G^2; diagonal entries once with 2 sigma_G^2). So the Gram release is a
+  Gaussian mechanism of multiplier ``z_G = sigma_G / L^2``. (Noise ``N(0, s^2)`` on every upper-triangle entry would
+  need ``s = sqrt 2 L^2 / mu_G`` — the spec's ``sqrt 2 L^2`` is the l2 norm of D's upper triangle — i.e. sqrt 2 more
+  noise off the diagonal for the same guarantee.)
+* Moment: ``||x y - x' y'||_2 <= 2 L B``; multiplier ``z_b = sigma_b / (2 L B)``.
+* Disjoint: a neighbour either changes one arm's statistics (the bounds above) or moves a user from arm a to arm a'
+  (``D_a = x x^T``, ``D_a' = -x' x'^T``: ``||D_a||_F^2 + ||D_a'||_F^2 = ||x||^4 + ||x'||^4 <= 2 L^4``, the same;
+  moments ``||x y||^2 + ||x' y'||^2 <= 2 L^2 B^2 <= (2 L B)^2``). All K arms' noises are independent with the same
+  scales, so the K per-arm releases of an episode are one Gaussian mechanism with the same multipliers: no split
+  over arms and no released counts (G~_a carries them).
+
+**Calibration.** The two releases of an episode compose into one Gaussian mechanism with
+``mu_ep^2 = 1/z_G^2 + 1/z_b^2``; the share ``w`` (``gram_share``) of ``mu^2`` goes to the Gram matrix:
+``sigma_G = L^2 / (sqrt(w) mu)``, ``sigma_b = 2 L B / (sqrt(1 - w) mu)``. ``calibration="exact"`` (default) takes
+``mu = mu*``, the analytic-Gaussian mu of (epsilon, delta) (Balle & Wang 2018); ``"zcdp"`` the spec's
+``mu = sqrt(2 rho*)``, rho* from the CKS inversion (``spec/errata.md`` E1), i.e. ``sigma_G = L^2 / sqrt(w rho*)``.
+Episodes hold disjoint users, so the releases compose in parallel and every episode spends the whole budget
+(:mod:`~dpbandit.agents.episodic`); the summed estimate of mode "sum" is post-processing of releases that each hold
+a user once, so its guarantee is the same. Known answers (L = 1, B = 1.4, epsilon = 1, delta = 1e-4, w = 1/2):
+exact sigma_G = 4.505, sigma_b = 12.61; zcdp 4.961, 13.89.
+
+Default share ``w = L S / (L S + 2 B)`` (S = theta_bound): the error of ``theta_hat`` from the moment noise scales
+as ``sigma_b``, from the Gram noise as ``sigma_G ||theta|| <= sigma_G S``; minimising
+``(2 L B)^2/(1 - w) + (L^2 S)^2/w`` gives this w (public constants only; 0.26 on SharedLinear-v0).
+
+**Regulariser** ``lam = ridge + 2 sigma_G sqrt(m d)`` by default: the sum of m symmetric noises has off-diagonal
+std ``sqrt(m) sigma_G``, and the spectral norm of such a d x d Wigner matrix concentrates at ``2 sqrt(m d) sigma_G``,
+so ``G~ + lam I >= G + ridge I`` approximately, and V stays well conditioned without using data; the eigenvalue floor
+(at ``ridge``) handles the rest. ``epsilon = inf``: no noise, ``lam = ridge``: plain ridge regression on the last
+episode ("forget") or on every completed episode ("sum"), guarantee "none".
+
+**Action rule** (static): ``argmax_a x_a^T theta_hat`` (disjoint: ``x . theta_hat_a``), plus
+``ucb_alpha ||x_a||_{V^{-1}}`` when ``ucb_alpha > 0``; ties at random (the initial release theta_hat = 0 plays
+uniformly).
+
+**Cost.** Per round O(d): the played row is copied into the episode buffer; per episode one product ``X^T X`` per
+model (O(n d^2) flops in one vectorised call, cheaper than n rank-one updates from Python) and one d x d eigen-
+decomposition per model; O(d^2) amortised flops, O(d) Python work per round. The action costs O(K d) (greedy) or O(K d^2)
+(UCB width).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from dpbandit.agents.baselines import argmax_random_tie
+from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
+from dpbandit.agents.private import PrivateAgent, RewardClip, reward_clip_range
+from dpbandit.envs.constants import BanditConstants
+from dpbandit.privacy.ledger import PrivacyLedger
+from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
+from dpbandit.validation import check_choice, check_int, check_real
+
+__all__ = ["EpisodicRidge", "EpisodicRidgeCalibration", "EpisodicRidgeCurator", "EpisodicRidgeRelease", "MODES"]
+
+#: Estimate from the last release only, or from the sum of all releases.
+MODES: tuple[str, ...] = ("forget", "sum")
+_SAFETY = 1.0 + 1e-9  # noise scales rounded up so the target survives floating-point error
+
+
+@dataclass(frozen=True)
+class EpisodicRidgeCalibration:
+    """Every public constant of one run (module docstring)."""
+
+    budget: EpisodicBudget
+    calibration: str  # "exact", "zcdp" or "none" (epsilon = inf)
+    n_models: int
+    dim: int
+    L: float
+    B: float
+    clip: RewardClip
+    context_norm: str
+    context_bound: float
+    gram_share: float
+    sigma_G: float
+    sigma_b: float
+    ridge: float
+    lam: float | None  # fixed regulariser, or None for ridge + 2 sigma_G sqrt(m d)
+    mode: str
+    ucb_alpha: float
+
+    @classmethod
+    def build(cls, c: BanditConstants, budget: EpisodicBudget, calibration: str, gram_share: float | None,
+              ridge: float, lam: float | None, mode: str, ucb_alpha: float,
+              reward_clip: float | None) -> EpisodicRidgeCalibration:
+        L = c.context_bound * (math.sqrt(c.dim) if c.context_norm == "linf" else 1.0)
+        clip = reward_clip_range(c, reward_clip, name="reward_clip")
+        B = clip.bound
+        if gram_share is None:
+            gram_share = L * c.theta_bound / (L * c.theta_bound + 2.0 * B)
+        w = check_real("gram_share", gram_share, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        if budget.noise_off:
+            calibration, sigma_G, sigma_b = "none", 0.0, 0.0
+        else:
+            mu = budget.mu if calibration == "exact" else math.sqrt(2.0 * budget.rho)
+            sigma_G = _SAFETY * L * L / (math.sqrt(w) * mu)
+            sigma_b = _SAFETY * 2.0 * L * B / (math.sqrt(1.0 - w) * mu)
+        return cls(budget=budget, calibration=calibration, n_models=c.n_arms if c.structure == "disjoint" else 1,
+                   dim=c.dim, L=L, B=B, clip=clip, context_norm=c.context_norm, context_bound=c.context_bound,
+                   gram_share=w, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam, mode=mode,
+                   ucb_alpha=ucb_alpha)
+
+    def regulariser(self, m: int) -> float:
+        """``lam`` for an estimate from the sum of ``m`` releases."""
+        if self.lam is not None:
+            return self.lam
+        return self.ridge + 2.0 * self.sigma_G * math.sqrt(m * self.dim)
+
+    @property
+    def sensitivity_assumption(self) -> str:
+        bound = (f"||x||_inf <= {self.context_bound:g}, so ||x||_2 <= L = sqrt(d) {self.context_bound:g} = {self.L:.6g}"
+                 if self.context_norm == "linf" else f"||x||_2 <= L = {self.L:.6g}")
+        return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
+                f"replace-one per episode: ||xx^T - x'x'^T||_F <= sqrt(2) L^2 (whitened L^2/sigma_G under symmetric "
+                f"noise, spec/errata.md E5), ||xy - x'y'||_2 <= 2 L B; a user moved between arms costs no more")
+
+
+@dataclass(frozen=True)
+class EpisodicRidgeRelease:
+    """One publication (read-only arrays). M = 1 (shared) or K (disjoint).
+
+    ``gram`` (M, d, d) and ``moment`` (M, d): the noisy statistics the estimate uses (the last release, or the sum of
+    ``n_summed`` releases in mode "sum"); ``theta`` (M, d); ``v_inv`` (M, d, d): ``V^{-1}`` (for the UCB width);
+    ``ucb_alpha``; ``episode``: releases so far.
+    """
+
+    gram: np.ndarray
+    moment: np.ndarray
+    theta: np.ndarray
+    v_inv: np.ndarray
+    ucb_alpha: float
+    shared: bool
+    episode: int
+    n_summed: int
+
+
+def _frozen(*arrays: np.ndarray) -> list[np.ndarray]:
+    for a in arrays:
+        a.setflags(write=False)
+    return list(arrays)
+
+
+class EpisodicRidgeCurator(EpisodicCurator):
+    """Noisy per-episode ridge statistics (module docstring); ``rng`` is the job's "privacy" stream."""
+
+    def __init__(self, cal: EpisodicRidgeCalibration, schedule: EpisodeSchedule, n_arms: int,
+                 rng: np.random.Generator) -> None:
+        self.cal, self.rng = cal, rng
+        M, d = cal.n_models, cal.dim
+        self._gram_noise = SymmetricGaussianNoise(cal.sigma_G) if cal.sigma_G > 0 else None
+        self._moment_noise = GaussianNoise(cal.sigma_b) if cal.sigma_b > 0 else None
+        self._gram_sum, self._moment_sum = np.zeros((M, d, d)), np.zeros((M, d))
+        super().__init__(schedule, cal.budget, n_arms, d, cal.context_norm, cal.context_bound, cal.clip)
+
+    def _initial_release(self) -> EpisodicRidgeRelease:
+        M, d = self.cal.n_models, self.cal.dim
+        eye = np.broadcast_to(np.eye(d) / self.cal.regulariser(1), (M, d, d)).copy()
+        return EpisodicRidgeRelease(*_frozen(np.zeros((M, d, d)), np.zeros((M, d)), np.zeros((M, d)), eye),
+                                    ucb_alpha=self.cal.ucb_alpha, shared=M == 1, episode=0, n_summed=0)
+
+    def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> EpisodicRidgeRelease:
+        cal, M, d = self.cal, self.cal.n_models, self.cal.dim
+        gram, moment = np.empty((M, d, d)), np.empty((M, d))
+        for m in range(M):
+            Xm, ym = (X, rewards) if M == 1 else (X[arms == m], rewards[arms == m])
+            # einsum's C loop, not BLAS: level-3 BLAS threads stall on a loaded machine (100x slower at random)
+            np.einsum("ni,nj->ij", Xm, Xm, out=gram[m])
+            np.einsum("n,nj->j", ym, Xm, out=moment[m])
+        if self._gram_noise is not None:  # noise drawn for every model, whatever the data
+            gram += self._gram_noise.sample(self.rng, (M, d, d))
+            moment += self._moment_noise.sample(self.rng, (M, d))
+        if cal.mode == "sum":
+            self._gram_sum += gram
+            self._moment_sum += moment
+            gram, moment, n_summed = self._gram_sum.copy(), self._moment_sum.copy(), self.n_releases + 1
+        else:
+            n_summed = 1
+        lam = cal.regulariser(n_summed)
+        # V = G~ + lam I with eigenvalues floored at ridge (post-processing): V^{-1} = U diag(1/max(e, ridge)) U^T
+        evals, evecs = np.linalg.eigh(gram + lam * np.eye(d))
+        inv = 1.0 / np.maximum(evals, cal.ridge)
+        v_inv = np.einsum("mij,mj,mkj->mik", evecs, inv, evecs)
+        theta = np.einsum("mij,mj->mi", v_inv, moment)
+        return EpisodicRidgeRelease(*_frozen(gram, moment, theta, v_inv), ucb_alpha=cal.ucb_alpha,
+                                    shared=M == 1, episode=self.n_releases + 1, n_summed=n_summed)
+
+    def _record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
+        cal = self.cal
+        form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm blocks"
+        if self._gram_noise is None:
+            ledger.add_non_private(f"episodic ridge statistics ({form}), noise off")
+            return
+        ledger.add_gaussian(cal.sigma_G / cal.L**2, count, parallel=True,
+                            mechanism=f"episodic Gram matrix G~ ({form}; symmetric Gaussian sigma_G = "
+                                      f"{cal.sigma_G:.6g})",
+                            bound="spec/errata.md E5: whitened shift ||D||_F/(sqrt 2 sigma_G) <= L^2/sigma_G")
+        ledger.add_gaussian(cal.sigma_b / (2.0 * cal.L * cal.B), count, parallel=True,
+                            mechanism=f"episodic moment vector b~ ({form}; Gaussian sigma_b = {cal.sigma_b:.6g})",
+                            bound="Gaussian mechanism, l2 sensitivity 2 L B")
+
+    @property
+    def sensitivity_assumption(self) -> str:
+        return self.cal.sensitivity_assumption
+
+    def _report_note(self) -> str:
+        cal = self.cal
+        if cal.calibration == "none":
+            return f"Estimate: mode {cal.mode!r}, ridge {cal.ridge:g}."
+        return (f"Calibration {cal.calibration!r}: gram_share w = {cal.gram_share:.4g}, sigma_G = {cal.sigma_G:.6g}, "
+                f"sigma_b = {cal.sigma_b:.6g}; estimate mode {cal.mode!r} (post-processing: each user is in one "
+                f"release either way), regulariser {cal.regulariser(1):.6g} for one release.")
+
+
+class EpisodicRidge(PrivateAgent):
+    """Episodic private ridge (module docstring), (epsilon, delta)-JDP; shared or disjoint as the environment.
+
+    Parameters
+    ----------
+    epsilon:
+        > 0, or ``inf`` for noise off (guarantee "none").
+    delta:
+        In (0, 1); default 1/T.
+    calibration:
+        ``"exact"`` (analytic Gaussian, default) or ``"zcdp"`` (zCDP with the CKS conversion, the spec's form).
+    gram_share:
+        Share w in (0, 1) of the budget (mu^2) spent on the Gram matrix; default ``L S / (L S + 2 B)``.
+    first_episode:
+        Users in episode 0 (int >= 1); default d (shared) or K d (disjoint).
+    mode:
+        ``"forget"`` (estimate from the last release, default) or ``"sum"`` (sum of all releases).
+    ridge:
+        Base ridge and eigenvalue floor, > 0 (default 1).
+    lam:
+        Fixed regulariser >= ridge, or None (default) for ``ridge + 2 sigma_G sqrt(m d)``.
+    ucb_alpha:
+        >= 0; width ``ucb_alpha ||x||_{V^{-1}}`` added to the greedy score (default 0: greedy).
+    reward_clip:
+        B > 0: rewards clipped to [-B, B] (default: :func:`~dpbandit.agents.private.reward_clip_range`).
+    """
+
+    name = "episodic_ridge"
+
+    def __init__(self, constants: BanditConstants, epsilon: float = 1.0, delta: float | None = None,
+                 calibration: str = "exact", gram_share: float | None = None, first_episode: int | None = None,
+                 mode: str = "forget", ridge: float = 1.0, lam: float | None = None, ucb_alpha: float = 0.0,
+                 reward_clip: float | None = None):
+        budget = EpisodicBudget.build(constants, epsilon, delta)
+        calibration = check_choice("calibration", calibration, ("exact", "zcdp"))
+        mode = check_choice("mode", mode, MODES)
+        ridge = check_real("ridge", ridge, low=0.0, low_inclusive=False)
+        if lam is not None:
+            lam = check_real("lam", lam, low=ridge)
+        ucb_alpha = check_real("ucb_alpha", ucb_alpha, low=0.0)
+        if first_episode is None:
+            first_episode = default_first_episode(constants.n_arms, constants.dim, constants.structure)
+        self.schedule = EpisodeSchedule(constants.horizon, check_int("first_episode", first_episode, low=1))
+        self.epsilon, self.delta = budget.epsilon, budget.delta
+        self.cal = EpisodicRidgeCalibration.build(constants, budget, calibration, gram_share, ridge, lam, mode,
+                                                  ucb_alpha, reward_clip)
+        super().__init__(constants)
+
+    def _make_curator(self, privacy_rng: np.random.Generator) -> EpisodicRidgeCurator:
+        return EpisodicRidgeCurator(self.cal, self.schedule, self.n_arms, privacy_rng)
+
+    @staticmethod
+    def action_rule(release: EpisodicRidgeRelease, observation: np.ndarray, rng: np.random.Generator) -> int:
+        """``argmax_a x_a^T theta_hat (+ ucb_alpha ||x_a||_{V^{-1}})`` from the release and this user's (K, d) rows."""
+        X = np.asarray(observation, dtype=float)
+        if release.shared:
+            scores = X @ release.theta[0]
+            if release.ucb_alpha > 0:
+                scores = scores + release.ucb_alpha * np.sqrt(np.einsum("kd,de,ke->k", X, release.v_inv[0], X))
+        else:
+            scores = np.einsum("kd,kd->k", X, release.theta)
+            if release.ucb_alpha > 0:
+                scores = scores + release.ucb_alpha * np.sqrt(np.einsum("kd,kde,ke->k", X, release.v_inv, X))
+        return argmax_random_tie(scores, rng)

@@ -1,0 +1,79 @@
+"""Expected failures of the command line: one line on stderr and exit code 2, never a traceback.
+
+Every ``dpbandit`` subcommand (and each runner's own ``main``) reports an expected failure with :func:`report`:
+bad input (``ValueError``, ``TypeError``: unknown ids, invalid parameters, sizes that cannot fit), I/O errors
+(``OSError``: an output folder that is not writable or is a file), a run directory in use
+(:class:`~dpbandit.experiment.rundir.RunLockedError`), gymnasium's own errors and ``MemoryError``. With ``--debug``
+(``dpbandit --debug ...``) or the environment variable ``DPBANDIT_DEBUG=1`` the exception propagates with its
+traceback instead. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import gymnasium
+
+from dpbandit.experiment.rundir import RunLockedError
+
+__all__ = ["EXPECTED", "debug_enabled", "one_line", "one_line_warnings", "report", "run_command", "set_debug"]
+
+#: Exception types the command line reports in one line (exit code 2).
+EXPECTED: tuple[type[BaseException], ...] = (
+    ValueError, TypeError, OSError, MemoryError, RunLockedError, gymnasium.error.Error,
+)
+_DEBUG = [False]
+
+
+def set_debug(on: bool) -> None:
+    """Let expected failures propagate with their traceback (``dpbandit --debug``)."""
+    _DEBUG[0] = bool(on)
+
+
+def debug_enabled() -> bool:
+    return _DEBUG[0] or os.environ.get("DPBANDIT_DEBUG", "") not in ("", "0")
+
+
+def one_line(exc: BaseException) -> str:
+    """The exception's message on one line (OSError: "what: strerror: file", without the "[Errno n]" prefix)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror + (f": {exc.filename!r}" if exc.filename else "")
+    elif isinstance(exc, MemoryError):
+        text = f"out of memory ({exc})" if str(exc) else "out of memory"
+    else:
+        text = str(exc) or type(exc).__name__
+    return " ".join(text.split())
+
+
+def report(prog: str, exc: BaseException) -> int:
+    """Print ``"<prog>: error: <message>"`` on stderr and return 2, or re-raise ``exc`` in debug mode. Call it
+    from an ``except EXPECTED`` block."""
+    if debug_enabled():
+        raise exc
+    print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+    return 2
+
+
+@contextmanager
+def one_line_warnings(prog: str) -> Iterator[None]:
+    """Show warnings as ``"<prog>: warning: <message>"`` (one line, no source excerpt) inside the block."""
+    def show(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+        print(f"{prog}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+def run_command(prog: str, command: Callable[..., int], *args: Any) -> int:
+    """``command(*args)`` with one-line warnings; an expected failure becomes one line and exit code 2."""
+    with one_line_warnings(prog):
+        try:
+            return command(*args)
+        except EXPECTED as exc:
+            return report(prog, exc)

@@ -1,0 +1,189 @@
+"""``dpbandit reproduce fliphat``: FLIPHAT's published experiment (Chakraborty, Roy, Basu 2024, arXiv:2405.14038;
+code ``sunritc/FLIPHAT``) rerun honestly, beside the published numbers (``spec/episodic-private-agents.md`` §1-2;
+user guide ``docs/episodic-agents.md``).
+
+Setting of the repository's ``simulation.py`` (setting 5): d = 400, s* = 5, K = 2 and 3, contexts x_{t,a} iid
+N(0, Sigma) with AR(0.1) Sigma, beta* entries U[0.5, 1] with random signs on 5 coordinates, reward noise N(0, 0.1^2),
+delta = 0.01, T = 10^4, epsilon in {0.5, 1, 2, 5}, FLIPHAT with s = 10 and M = 1, one fixed beta* for all seeds.
+Here beta* is rescaled to ||beta*||_1 = 3.75 (= 5 x E U[0.5, 1]; the environment's public bound C) and contexts are
+clipped to the code's nominal ``x_max = sqrt(2 ln d)`` = 3.46 in l_inf (D-F2: the code never clips).
+
+Columns per (K, epsilon), final cumulative regret (mean and 95% CI over seeds, the same users for every column):
+
+* **published**: the repository's saved results (``simulations/result_effect_K.npy``, mean of 50 repetitions);
+* **published calibration — NOT PRIVATE**: ``fliphat`` with ``published_setting_not_private=True`` (the code's
+  lambda = eta B noise, 4 x_max too small, D-F1) on *unclipped* contexts; guarantee "none";
+* **correct (Laplace)** and **correct (Gumbel)**: ``fliphat`` with the derived calibration, (epsilon, delta)-JDP;
+* **DP-HDB** and **FLIPHAT disjoint**: DP-HDB needs one parameter per arm, so it runs in the *disjoint analogue*
+  of the setting (one beta*_a per arm with the same law, every arm seeing the user's context), next to FLIPHAT's
+  disjoint form.
+
+References: uniform random play and non-private FLIPHAT (epsilon = inf) in the shared setting; uniform random and the
+LASSO bandit (non-private) in the disjoint analogue. Output under ``<out>/fliphat[-quick]``: ``results.csv`` (one
+row per run), ``table.csv``, ``table.md``, ``summary.txt``. ``--quick`` (CI): K = 2, T = 1000, 2 seeds,
+epsilon in {1, 5}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+import pandas as pd
+
+import dpbandit.envs  # noqa: F401  (registers the environments)
+from dpbandit.agents import make_agent
+from dpbandit.experiment.results import mean_ci, write_atomic
+from dpbandit.experiment.runner import simulate
+from dpbandit.optim.gg_calibration import PublishedSettingWarning
+from dpbandit.validation import check_epsilon, check_int
+
+__all__ = ["PAPER", "PUBLISHED", "QUICK", "env_kwargs", "fliphat_table", "main", "run_fliphat"]
+
+#: Published final regrets (T = 1e4, d = 400): sunritc/FLIPHAT simulations/result_effect_K.npy, mean of 50 runs.
+PUBLISHED: dict[int, dict[float, float]] = {2: {0.5: 6739, 1.0: 3901, 2.0: 2022, 5.0: 862},
+                                            3: {0.5: 12395, 1.0: 6891, 2.0: 3683, 5.0: 1551}}
+PUBLISHED_SOURCE = "sunritc/FLIPHAT simulations/result_effect_K.npy (mean final regret of 50 repetitions)"
+PAPER = dict(horizon=10_000, seeds=5, epsilons=(0.5, 1.0, 2.0, 5.0), arms=(2, 3))
+QUICK = dict(horizon=1000, seeds=2, epsilons=(1.0, 5.0), arms=(2,))
+DIM, SPARSITY, DELTA, S_CODE = 400, 5, 0.01, 10
+X_MAX = math.sqrt(2.0 * math.log(DIM))
+#: (column, structure, clipped contexts, agent, params builder) per epsilon; references have epsilon None.
+COLUMNS = (
+    ("published calibration (NOT PRIVATE)", "shared", False, "fliphat",
+     lambda e: dict(epsilon=e, delta=DELTA, sparsity=S_CODE, published_setting_not_private=True)),
+    ("correct (Laplace)", "shared", True, "fliphat", lambda e: dict(epsilon=e, delta=DELTA, sparsity=S_CODE)),
+    ("correct (Gumbel)", "shared", True, "fliphat",
+     lambda e: dict(epsilon=e, delta=DELTA, sparsity=S_CODE, selection="gumbel")),
+    ("DP-HDB (disjoint analogue)", "disjoint", True, "dp_hdb", lambda e: dict(epsilon=e, delta=DELTA)),
+    ("FLIPHAT disjoint (Laplace)", "disjoint", True, "fliphat",
+     lambda e: dict(epsilon=e, delta=DELTA, sparsity=S_CODE)),
+)
+REFERENCES = (
+    ("uniform random (shared)", "shared", True, "random", {}),
+    ("non-private FLIPHAT (shared, epsilon = inf)", "shared", True, "fliphat",
+     dict(epsilon=math.inf, sparsity=S_CODE)),
+    ("uniform random (disjoint)", "disjoint", True, "random", {}),
+    ("LASSO bandit (disjoint, non-private)", "disjoint", True, "lasso", {}),
+)
+
+
+def env_kwargs(n_arms: int, horizon: int, structure: str = "shared", clipped: bool = True) -> dict:
+    """``GLMBandit-v0`` keyword arguments of the FLIPHAT setting (module docstring). ``clipped=False``: contexts are
+    not clipped (the code's setting; the declared bound 1e3 is never reached by these Gaussian contexts)."""
+    return dict(n_arms=n_arms, dim=DIM, horizon=horizon, structure=structure, link="identity", noise_std=0.1,
+                theta="sparse", sparsity=SPARSITY, theta_values="uniform", theta_norm="l1", theta_bound=3.75,
+                contexts="ar", rho=0.1, context_scale=1.0, context_norm="linf",
+                context_bound=X_MAX if clipped else 1e3, normalize="clip", instance_seed=20)
+
+
+def run_fliphat(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: tuple[int, ...],
+                progress: bool = True) -> pd.DataFrame:
+    """One row per (K, epsilon, column, seed): the final cumulative regret and the privacy guarantee."""
+    horizon = check_int("horizon", horizon, low=2)
+    seeds = check_int("seeds", seeds, low=1)
+    epsilons = tuple(check_epsilon(e) for e in epsilons)
+    for k in arms:
+        check_int("arms", k, low=2)
+    jobs = [(k, None, name, st, cl, agent, params) for k in arms for name, st, cl, agent, params in REFERENCES]
+    jobs += [(k, e, name, st, cl, agent, build(e)) for k in arms for e in epsilons
+             for name, st, cl, agent, build in COLUMNS]
+    rows = []
+    for i, (k, e, name, st, cl, agent_name, params) in enumerate(jobs, 1):
+        env = gymnasium.make("dpbandit/GLMBandit-v0", **env_kwargs(k, horizon, st, cl))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", PublishedSettingWarning)  # labelled NOT PRIVATE in every output
+            agent = make_agent(agent_name, env, **params)
+        guarantee = agent.privacy_report().guarantee if getattr(agent, "private", False) else "none"
+        for seed in range(seeds):
+            regret = simulate(env, agent, seed=seed, checkpoints=10)["cumulative_regret"].iloc[-1]
+            rows.append(dict(K=k, epsilon=e, column=name, seed=seed, final_regret=float(regret),
+                             guarantee=guarantee))
+        if progress:
+            print(f"  [{i}/{len(jobs)}] K={k} eps={e} {name}", file=sys.stderr)
+    return pd.DataFrame(rows)
+
+
+def _cell(values: np.ndarray) -> str:
+    mean, half = mean_ci(values)
+    return f"{mean:.0f}" if values.size < 2 else f"{mean:.0f} ± {half:.0f}"
+
+
+def fliphat_table(results: pd.DataFrame) -> pd.DataFrame:
+    """Per (K, epsilon): the published number and every column's final regret (mean ± 95% CI)."""
+    rows = []
+    for (k, e), part in results[results["epsilon"].notna()].groupby(["K", "epsilon"], sort=True):
+        row = {"K": k, "epsilon": e, "published (repository, T = 1e4)": PUBLISHED.get(k, {}).get(e, math.nan)}
+        for name, *_ in COLUMNS:
+            row[name] = _cell(part.loc[part["column"] == name, "final_regret"].to_numpy())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _markdown(table: pd.DataFrame) -> str:
+    head = "| " + " | ".join(map(str, table.columns)) + " |"
+    rule = "|" + "---|" * len(table.columns)
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    return "\n".join([head, rule, *body]) + "\n"
+
+
+def format_summary(results: pd.DataFrame, table: pd.DataFrame, horizon: int) -> str:
+    lines = [(f"FLIPHAT setting (d = {DIM}, s* = {SPARSITY}, AR(0.1) contexts, noise 0.1, delta = {DELTA}, "
+              f"T = {horizon}): final cumulative regret, mean ± 95% CI over seeds, the same users in every column."),
+             ("NOT PRIVATE = the FLIPHAT code's calibration (lambda = eta B: 4 x_max = 13.9x too little noise, "
+              "unclipped contexts); its guarantee is 'none'. 'correct' columns are (epsilon, delta)-JDP."),
+             "", table.to_string(index=False), "", "References (no epsilon):"]
+    refs = results[results["epsilon"].isna()]
+    for (k, name), part in refs.groupby(["K", "column"], sort=False):
+        lines.append(f"  K={k} {name}: {_cell(part['final_regret'].to_numpy())}")
+    lines.append(f"\nPublished numbers: {PUBLISHED_SOURCE}; they were produced with the NOT PRIVATE calibration.")
+    return "\n".join(lines)
+
+
+def reproduce(*, quick: bool = False, out: str | Path | bool = "runs", progress: bool = True, **overrides):
+    """Run the reproduction (``quick``: :data:`QUICK`, else :data:`PAPER`; keyword overrides) and write its files
+    under ``<out>/fliphat[-quick]`` (``out=False``: nothing written). Returns (results, table, summary, run_dir)."""
+    settings = {**(QUICK if quick else PAPER), **{k: v for k, v in overrides.items() if v is not None}}
+    results = run_fliphat(progress=progress, **settings)
+    table = fliphat_table(results)
+    summary = format_summary(results, table, settings["horizon"])
+    run_dir = None
+    if out is not False:
+        run_dir = Path(out) / ("fliphat-quick" if quick else "fliphat")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
+        write_atomic(run_dir / "table.csv", lambda p: table.to_csv(p, index=False))
+        write_atomic(run_dir / "table.md", lambda p: p.write_text(_markdown(table)))
+        write_atomic(run_dir / "summary.txt", lambda p: p.write_text(summary + "\n"))
+    return results, table, summary, run_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="dpbandit reproduce fliphat", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="CI variant: K = 2, T = 1000, 2 seeds, eps 1 and 5")
+    parser.add_argument("--out", default="runs", help="parent folder of the run directory (default: runs)")
+    parser.add_argument("--seeds", type=int, help="number of seeds (default 5; quick 2)")
+    parser.add_argument("--horizon", type=int, help="horizon T (default 10000; quick 1000)")
+    parser.add_argument("--epsilons", type=float, nargs="+", help="epsilons (default 0.5 1 2 5)")
+    parser.add_argument("--arms", type=int, nargs="+", help="values of K (default 2 3)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines")
+    args = parser.parse_args(argv)
+    try:
+        _, _, summary, run_dir = reproduce(
+            quick=args.quick, out=args.out, progress=not args.no_progress, seeds=args.seeds, horizon=args.horizon,
+            epsilons=tuple(args.epsilons) if args.epsilons else None, arms=tuple(args.arms) if args.arms else None)
+    except (ValueError, TypeError) as exc:
+        print(f"dpbandit reproduce fliphat: error: {exc}", file=sys.stderr)
+        return 2
+    print(summary)
+    print(f"\nRun directory: {run_dir}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The episodic skeleton (dpbandit/agents/episodic.py): the doubling schedule, the per-release budget, and the
+curator's buffer/publish/forget cycle — every user enters exactly one release — and its privacy report."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
+from dpbandit.agents.private import RewardClip
+from dpbandit.envs.constants import BanditConstants
+from dpbandit.privacy.calibrate import gaussian_sigma_analytic, zcdp_rho_for
+
+
+def constants(K=3, d=2, T=100):
+    return BanditConstants(
+        n_arms=K, dim=d, horizon=T, structure="shared", link="identity", context_norm="l2", context_bound=1.0,
+        theta_norm="l2", theta_bound=1.0, sparsity=d, noise_std=0.1, reward_low=-1.0, reward_high=1.0,
+        mean_low=-1.0, mean_high=1.0,
+    )
+
+
+# -- schedule --------------------------------------------------------------------------------------------------------
+
+
+def test_schedule_boundaries_and_episode_index():
+    s = EpisodeSchedule(100, first=3)
+    assert s.boundaries() == (3, 9, 21, 45, 93, 100)
+    assert [s.length(e) for e in range(6)] == [3, 6, 12, 24, 48, 7]
+    assert s.n_episodes == 6 and s.max_length == 48 and s.length(6) == 0
+    assert [s.episode_of(t) for t in (0, 2, 3, 8, 9, 20, 21, 92, 93, 99)] == [0, 0, 1, 1, 2, 2, 3, 4, 5, 5]
+    for t in range(100):  # episode_of agrees with start/end everywhere
+        e = s.episode_of(t)
+        assert s.start(e) <= t < s.end(e)
+    one = EpisodeSchedule(1)
+    assert one.boundaries() == (1,) and one.n_episodes == 1
+    assert EpisodeSchedule(16).boundaries() == (1, 3, 7, 15, 16)  # the papers' 2^ell episodes
+    text = s.describe()
+    assert "3 * 2^ell" in text and "6 releases" in text and "T = 100" in text
+    long = EpisodeSchedule(10**6, first=1).describe()
+    assert "..., 1000000" in long
+
+
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"horizon": 0}, ValueError, "horizon"),
+    ({"horizon": 10, "first": 0}, ValueError, "first"),
+    ({"horizon": 10, "first": 2.5}, TypeError, "first"),
+    ({"horizon": 10.0}, TypeError, "horizon"),
+])
+def test_schedule_validation(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        EpisodeSchedule(**kwargs)
+    with pytest.raises(ValueError, match="t must be"):
+        EpisodeSchedule(10).episode_of(10)
+
+
+def test_default_first_episode():
+    assert default_first_episode(10, 20, "shared") == 20
+    assert default_first_episode(3, 4, "disjoint") == 12
+    with pytest.raises(ValueError, match="structure"):
+        default_first_episode(3, 4, "other")
+
+
+def test_budget_rho_mu_and_defaults():
+    b = EpisodicBudget.build(constants(T=1000), 1.0)
+    assert b.delta == 1e-3 and not b.noise_off
+    assert b.rho == pytest.approx(0.05939, abs=1e-5)  # spec/errata.md E1: rho*(1, 1e-3)
+    assert b.rho == zcdp_rho_for(1.0, 1e-3)
+    assert b.mu == pytest.approx(1 / gaussian_sigma_analytic(1.0, 1e-3, 1.0))
+    assert b.mu > math.sqrt(2 * b.rho)  # the analytic Gaussian is tighter than zCDP + CKS
+    off = EpisodicBudget.build(constants(), math.inf, 1e-3)
+    assert off.noise_off and off.rho == math.inf and off.mu == math.inf
+    with pytest.raises(ValueError, match="delta"):
+        EpisodicBudget.build(constants(T=1), 1.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        EpisodicBudget.build(constants(), 0.0)
+    with pytest.raises(ValueError, match="delta"):
+        EpisodicBudget.build(constants(), 1.0, 1.0)
+
+
+# -- curator: buffer, publish, forget --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A (non-private) release that copies what _publish received, to test the buffer."""
+
+    X: np.ndarray
+    arms: np.ndarray
+    rewards: np.ndarray
+    writable_inputs: bool
+
+
+class CopyCurator(EpisodicCurator):
+    def _publish(self, X, arms, rewards):
+        writable = any(a.flags.writeable for a in (X, arms, rewards))
+        return Copy(X.copy(), arms.copy(), rewards.copy(), writable)
+
+    def _initial_release(self):
+        return "initial"
+
+    def _record_release_cost(self, ledger, count):
+        if self.budget.noise_off:
+            ledger.add_non_private("copy")
+        else:
+            ledger.add_gaussian(1.0 / self.budget.mu, count, mechanism="copy (test)", parallel=True)
+
+    @property
+    def sensitivity_assumption(self):
+        return "test"
+
+
+def make_curator(T=20, first=2, K=3, d=2, epsilon=1.0):
+    c = constants(K=K, d=d, T=T)
+    return CopyCurator(EpisodeSchedule(T, first), EpisodicBudget.build(c, epsilon), K, d, "l2", 1.0,
+                       RewardClip(-1.0, 1.0, "test"))
+
+
+def test_every_user_enters_exactly_one_release_and_is_forgotten():
+    rng = np.random.default_rng(0)
+    cur = make_curator()
+    releases, users = [], []
+    for t in range(20):
+        obs = rng.uniform(-0.5, 0.5, size=(3, 2))
+        arm, reward = t % 3, 3.0 * (t % 2) - 1.5  # rewards beyond [-1, 1] get clipped
+        users.append((obs[arm].copy(), arm, max(min(reward, 1.0), -1.0)))
+        before = cur.release()
+        cur.observe(obs, arm, reward)
+        if cur.release() is not before:
+            releases.append((t + 1, cur.release()))
+        elif t < 1:
+            assert cur.release() == "initial"
+    assert [t for t, _ in releases] == [2, 6, 14, 20] and cur.n_releases == 4
+    start = 0
+    for end, rel in releases:  # release k holds exactly episode k's users, in order
+        X = np.array([u[0] for u in users[start:end]])
+        np.testing.assert_array_equal(rel.X, X)
+        np.testing.assert_array_equal(rel.arms, [u[1] for u in users[start:end]])
+        np.testing.assert_array_equal(rel.rewards, [u[2] for u in users[start:end]])
+        assert not rel.writable_inputs
+        start = end
+    assert not cur._X.any() and not cur._rewards.any() and cur._n == 0  # nothing of any episode is kept
+    with pytest.raises(ValueError, match="horizon T = 20"):
+        cur.observe(np.zeros((3, 2)), 0, 0.0)
+
+
+def test_observe_validates_before_buffering():
+    cur = make_curator()
+    with pytest.raises(ValueError, match=r"shape \(K, d\)"):
+        cur.observe(np.zeros((2, 2)), 0, 0.0)
+    with pytest.raises(ValueError, match="arm"):
+        cur.observe(np.zeros((3, 2)), 3, 0.0)
+    with pytest.raises(ValueError, match="context_bound"):
+        cur.observe(np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]]), 1, 0.0)
+    with pytest.raises(ValueError, match="must be finite"):
+        cur.observe(np.array([[0.0, 0.0], [np.nan, 0.0], [0.0, 0.0]]), 1, 0.0)
+    with pytest.raises(ValueError, match="reward"):
+        cur.observe(np.zeros((3, 2)), 0, math.nan)
+    assert cur.t == 0 and cur._n == 0
+    cur.observe(np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]]), 0, 0.0)  # only the played row is bounded
+    assert cur.t == 1
+
+
+def test_report_states_schedule_per_release_rho_and_parallel_composition():
+    cur = make_curator(T=100, first=3)
+    report = cur.privacy_report()
+    assert report.guarantee == "JDP" and report.delta == 0.01
+    assert report.epsilon == pytest.approx(1.0, abs=1e-6)  # one release spends the whole budget; 6 releases too
+    assert report.rho == pytest.approx(cur.budget.mu**2 / 2)
+    assert "parallel composition over 6 releases" in report.composition
+    assert "3 * 2^ell" in report.note and "per-release zCDP rho" in report.note and "0 released so far" in report.note
+    assert report.privacy_unit.startswith("one user") and report.neighboring == "replace-one"
+    off = make_curator(epsilon=math.inf).privacy_report()
+    assert off.guarantee == "none" and off.epsilon == math.inf and "noise off" in off.note
+
+
+def test_constructor_validation():
+    c = constants()
+    sched, budget, clip = EpisodeSchedule(10), EpisodicBudget.build(c, 1.0), RewardClip(-1, 1, "t")
+    with pytest.raises(TypeError, match="schedule"):
+        CopyCurator(10, budget, 3, 2, "l2", 1.0, clip)
+    with pytest.raises(TypeError, match="budget"):
+        CopyCurator(sched, 1.0, 3, 2, "l2", 1.0, clip)
+    with pytest.raises(TypeError, match="clip"):
+        CopyCurator(sched, budget, 3, 2, "l2", 1.0, (-1, 1))
+    with pytest.raises(ValueError, match="context_norm"):
+        CopyCurator(sched, budget, 3, 2, "l1", 1.0, clip)
+    with pytest.raises(ValueError, match="context_bound"):
+        CopyCurator(sched, budget, 3, 2, "l2", 0.0, clip)
