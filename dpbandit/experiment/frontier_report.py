@@ -123,7 +123,7 @@ def beating_lines(beats: pd.DataFrame, results: pd.DataFrame, reference: str = "
                     f"[{row['ratio_low']:.3g}, {row['ratio_high']:.3g}] ({level:.0%} paired bootstrap over "
                     f"{row['seeds']} seeds; lower bound >= {factor:g})")
         else:
-            text = f"{head}: not shown to beat {reference} by {factor:g}x at any finite epsilon of the grid"
+            text = f"{head}: not shown to beat uniform {reference} by {factor:g}x at any finite epsilon of the grid"
             if row["seeds"] < BOOTSTRAP_MIN_SEEDS:
                 text += (f" (undetermined: {row['seeds']} seeds; the bootstrap interval of the ratio needs >= "
                          f"{BOOTSTRAP_MIN_SEEDS})")

@@ -21,7 +21,8 @@ def test_job_records_label_noise_off_runs_not_private(tmp_path):
         agents=(AgentSpec("dp_ucb", "off", {"epsilon": math.inf}), AgentSpec("dp_ucb", "on", {"epsilon": 1.0}),
                 AgentSpec("random")))
     run_experiment(config, out=tmp_path, progress=False)
-    records = {r["agent"]: r for r in (json.loads(p.read_text()) for p in (tmp_path / "p" / "jobs").glob("*.json"))}
+    stored = (json.loads(p.read_text()) for p in (tmp_path / "p" / "jobs").glob("*.json"))
+    records = {r["agent"]: r for r in (s.get("meta", s) for s in stored)}  # the job record is the "meta" entry
     assert records["off"]["private"] is False and records["off"]["privacy_report"]["guarantee"] == "none"
     assert records["on"]["private"] is True and records["on"]["privacy_report"]["guarantee"] == "JDP"
     assert records["random"]["private"] is False
