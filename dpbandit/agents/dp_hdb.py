@@ -154,7 +154,7 @@ class HDBCurator(Curator):
             cal.rho, 1,
             mechanism=f"DP-HDB billboard: {self._constants.n_arms} per-arm DP-POFW streams with synthetic updates "
                       f"({cal.mechanism})",
-            bound=f"{cal.bound} per stream; spec/errata.md E6, spec/han-frank-wolfe.md §6: a user changes one "
+            bound=f"{cal.bound} per stream; E6, docs/derivations.md#e6, docs/derivations.md#hfw-6: a user changes one "
                   "stream (replace-one, rho*) or two streams by real<->zero (half sensitivity, rho*/4 each); "
                   "worst case rho*",
         )
@@ -174,8 +174,9 @@ class DPHDB(PrivateAgent):
         The (epsilon, delta)-JDP target; ``epsilon`` > 0 or ``inf`` (noise off, guarantee "none"); ``delta`` in
         (0, 1), default ``1/T`` (the paper's Figure 5.1 choice).
     h:
-        Pre-selection margin h > 0 in reward units; default: the LASSO bandit's ``5 s_y``
-        (:func:`~dpbandit.agents.lasso_bandit.default_hyperparameters`; the published code uses 1).
+        Pre-selection margin h > 0 in reward units; default: the LASSO bandit's ``min(5 m s_y, R)`` (capped by the
+        range R of expected rewards, so that the pre-selection can exclude arms with Bernoulli rewards;
+        :func:`~dpbandit.agents.lasso_bandit.default_hyperparameters`; the published code uses 1).
     radius:
         l1 radius b of every arm's constraint set; default the environment's bound on ``||theta||_1``
         (``theta_bound`` for an l1 bound, ``sqrt(s)`` or ``s`` times it for l2 / l_inf bounds on s-sparse vectors).
@@ -240,7 +241,7 @@ class DPHDB(PrivateAgent):
             f"contexts ||x||_{c.context_norm[1:]} <= {c.context_bound:g} (environment constants; DP-POFW uses "
             f"||x||_inf <= {c.context_bound:g}); {self.reward_clip.describe()}; per-arm parameters in the l1 ball "
             f"of radius b = {self.radius:g}; {self.loss!r}: L0 = {self.lipschitz:.6g} (l_inf gradient clip), "
-            f"L1 = {self.loss.smoothness(c.context_bound):.6g} (spec/errata.md E3), D = 2b"
+            f"L1 = {self.loss.smoothness(c.context_bound):.6g} (E3, docs/derivations.md#e3), D = 2b"
         )
         super().__init__(constants)
 

@@ -181,7 +181,7 @@ class DPUCBCalibration:
                  if self.context_norm == "linf" else f"||x||_2 <= L = {self.L:.6g}")
         return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
                 f"L~ = sqrt(L^2 + B^2) = {self.l_tilde:.6g}; one item [x; y][x; y]^T per user, replace-one change "
-                f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (spec/errata.md E5)")
+                f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (E5, docs/derivations.md#e5)")
 
 
 @dataclass(frozen=True)
@@ -326,7 +326,7 @@ class DPUCBCurator(Curator):
             return ledger.report(cal.delta, guarantee="none", sensitivity_assumption=cal.sensitivity_assumption,
                                  note="epsilon = inf: noise off, no privacy guarantee (ridge LinUCB, OFUL width)")
         note = (f"target (epsilon, delta) = ({cal.epsilon:g}, {cal.delta:g}); sigma_n = {cal.sigma_n:.6g} "
-                f"({'spec/errata.md E6' if cal.calibration == 'tight' else 'spec/han-frank-wolfe.md §7.4, E5'}); "
+                f"({'E6, docs/derivations.md#e6' if cal.calibration == 'tight' else 'docs/derivations.md#hfw-7, E5'}); "
                 f"Upsilon = {cal.upsilon:.6g}, regulariser 2 Upsilon + lam = {cal.shift:.6g}, alpha = {cal.alpha:g}. "
                 "JDP by the billboard lemma: actions use only the releases and the user's own context.")
         if cal.n_models > 1:

@@ -56,6 +56,7 @@ from dpbandit.experiment.results import (
     write_atomic,
     write_json_atomic,
 )
+from dpbandit.privacy.report import is_private
 from dpbandit.validation import check_choice
 
 __all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS"]
@@ -140,7 +141,7 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
         "seed": seed,
         "rounds": rounds,
         "seconds": seconds,
-        "private": bool(agent.private),
+        "private": is_private(report),  # from the guarantee, not the class: epsilon = inf runs are not private
         "privacy_report": None if report is None else report.to_dict(),
     }
     return frame, meta
@@ -230,7 +231,8 @@ def _run(config: ExperimentConfig, run_dir: Path | None, progress: bool, backend
         table_path = write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
         write_atomic(run_dir / "summary.csv", lambda p: summary.to_csv(p, index=False))
         title = f"{config.name}: {', '.join(e.label for e in config.envs)}"
-        plot_path = plot_regret(results, run_dir / "regret.png", title=title)
+        plot_path = plot_regret(results, run_dir / "regret.png", title=title,
+                                private={m["agent"]: m["private"] for m in metas})
         manifest.update(
             status="complete",
             finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),

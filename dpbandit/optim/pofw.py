@@ -117,12 +117,18 @@ class DPPOFWBatch:
         n, d = self.n_learners, self.dim
         self.t = 0
         self._scores = np.zeros((n, 2 * d))  # [-S, S]: score/(r/(t+1)) of the vertices [+r e_j, -r e_j]
-        self.S = self._scores[:, d:]  # a view
         self.V = np.zeros((n, d))
         self._s_inf = np.zeros(n)  # max_j |S_ij|: the exact envelope of the sampler
         self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
+
+    @property
+    def S(self) -> np.ndarray:
+        """(n, d) sum of the gradients: a view of the right half of the scores, taken afresh on each access so that
+        no attribute of the state is a view of another (a pickled or deep-copied learner would otherwise hold two
+        independent arrays and score half its vertices with stale values)."""
+        return self._scores[:, self.dim:]
 
     @property
     def horizon(self) -> int:
@@ -200,7 +206,7 @@ class DPPOFWBatch:
         if worst > self.feature_bound * (1.0 + _FEATURE_RTOL):
             raise ValueError(
                 f"a feature vector has ||x||_inf = {worst:.6g} > feature_bound = {self.feature_bound:g}: the "
-                "privacy calibration (L1 = loss smoothness at this bound, spec/errata.md E3) assumes the bound"
+                "privacy calibration (L1 = loss smoothness at this bound, E3, docs/derivations.md#e3) assumes the bound"
             )
         if worst > self.feature_bound:  # within the floating-point slack: clip onto the bound
             X = np.clip(X, -self.feature_bound, self.feature_bound)
@@ -301,9 +307,10 @@ class DPPOFWBatch:
         cal = self.calibration
         return (
             f"features ||x||_inf <= {self.feature_bound:g}; per-sample gradients clipped to ||g||_inf <= "
-            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (spec/errata.md E3); l1 radius "
+            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (E3, docs/derivations.md#e3); l1 "
+            f"radius "
             f"r = {cal.radius:g}, D = 2r; score sensitivity Delta_t = 2r(L0 + L1 D)/(t+1) "
-            "(spec/han-frank-wolfe.md §5)"
+            "(docs/derivations.md#hfw-5)"
         )
 
     def privacy_report(self):
