@@ -46,8 +46,9 @@ schedule, t0, h and b depend on public constants only. ``epsilon = inf`` switche
 1002 +- 65, 5 seeds). At T = 10^5 the ratio random / DP-HDB of final regrets is 1.17 (epsilon = 1, 3 seeds), 1.54
 (2, 5 seeds), 2.12 (4, 5 seeds), 3.03 (8), 4.82 (16), 51 (inf; 3 seeds each) (re-measured with the 4-noise-std reward
 clip; the earlier 3-std clip gave 1-2 % higher ratios). Cost per round: O(d) for the played
-arm plus O(1) per other arm while the selection is near uniform (O(d) otherwise); about 10^4 rounds/s at
-d = 1000, K = 10 (``benchmarks/dphdb_benchmark.py``).
+arm plus O(1) per other arm while the selection is near uniform (O(d) otherwise) and O(K d) for the release and
+the action rule; ``benchmarks/dphdb_benchmark.py`` prints its speed as a ratio to that inherent work measured in
+the same run (an absolute rate depends on the machine and its load).
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ class HDBCurator(Curator):
             cal.rho, 1,
             mechanism=f"DP-HDB billboard: {self._constants.n_arms} per-arm DP-POFW streams with synthetic updates "
                       f"({cal.mechanism})",
-            bound=f"{cal.bound} per stream; spec/errata.md E6, spec/han-frank-wolfe.md §6: a user changes one "
+            bound=f"{cal.bound} per stream; E6, docs/derivations.md#e6, docs/derivations.md#hfw-6: a user changes one "
                   "stream (replace-one, rho*) or two streams by real<->zero (half sensitivity, rho*/4 each); "
                   "worst case rho*",
         )
@@ -173,8 +174,9 @@ class DPHDB(PrivateAgent):
         The (epsilon, delta)-JDP target; ``epsilon`` > 0 or ``inf`` (noise off, guarantee "none"); ``delta`` in
         (0, 1), default ``1/T`` (the paper's Figure 5.1 choice).
     h:
-        Pre-selection margin h > 0 in reward units; default: the LASSO bandit's ``5 s_y``
-        (:func:`~dpbandit.agents.lasso_bandit.default_hyperparameters`; the published code uses 1).
+        Pre-selection margin h > 0 in reward units; default: the LASSO bandit's ``min(5 m s_y, R)`` (capped by the
+        range R of expected rewards, so that the pre-selection can exclude arms with Bernoulli rewards;
+        :func:`~dpbandit.agents.lasso_bandit.default_hyperparameters`; the published code uses 1).
     radius:
         l1 radius b of every arm's constraint set; default the environment's bound on ``||theta||_1``
         (``theta_bound`` for an l1 bound, ``sqrt(s)`` or ``s`` times it for l2 / l_inf bounds on s-sparse vectors).
@@ -239,7 +241,7 @@ class DPHDB(PrivateAgent):
             f"contexts ||x||_{c.context_norm[1:]} <= {c.context_bound:g} (environment constants; DP-POFW uses "
             f"||x||_inf <= {c.context_bound:g}); {self.reward_clip.describe()}; per-arm parameters in the l1 ball "
             f"of radius b = {self.radius:g}; {self.loss!r}: L0 = {self.lipschitz:.6g} (l_inf gradient clip), "
-            f"L1 = {self.loss.smoothness(c.context_bound):.6g} (spec/errata.md E3), D = 2b"
+            f"L1 = {self.loss.smoothness(c.context_bound):.6g} (E3, docs/derivations.md#e3), D = 2b"
         )
         super().__init__(constants)
 

@@ -56,13 +56,18 @@ actions of all other users are (epsilon, delta)-JDP. Forms, from ``constants.str
   every arm's tree is calibrated at the full (epsilon, delta), with no split, and the ledger records the K trees as
   that one mechanism.
 
-Cost per round: ``O(M (d+1)^2)`` tree work and noise, and ``M`` Cholesky factorisations ``O(d^3)``, M = 1 (shared) or
-K (disjoint; with noise off only the played arm's model changes, M = 1). Benchmark: ``benchmarks/dpucb_benchmark.py``.
+Cost per round: ``O(M (d+1)^2)`` tree work and noise (M (d+1)(d+2)/2 normals: the tree keeps the packed upper
+triangles, :class:`DPUCBCurator`), and ``M`` Cholesky factorisations ``O(d^3)`` in one batched LAPACK call, M = 1
+(shared) or K (disjoint; with noise off only the played arm's model changes and only its factor is recomputed).
+``benchmarks/dpucb_benchmark.py`` prints it as a ratio to that bare work measured in the same run. Since issue 15
+the node noise fills packed entries column by column (before: full matrices, row by row): same law, same normals
+per round, but a seed's draws land on other entries, so per-seed results differ from earlier versions.
 """
 
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,7 +77,8 @@ from dpbandit.agents.baselines import argmax_random_tie, check_arm
 from dpbandit.agents.private import Curator, PrivateAgent, RewardClip, check_context_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma
-from dpbandit.privacy.noise import SymmetricGaussianNoise
+from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
+from dpbandit.privacy.packed import packed_layout
 from dpbandit.privacy.tree import TreeAggregator
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
 
@@ -175,7 +181,7 @@ class DPUCBCalibration:
                  if self.context_norm == "linf" else f"||x||_2 <= L = {self.L:.6g}")
         return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
                 f"L~ = sqrt(L^2 + B^2) = {self.l_tilde:.6g}; one item [x; y][x; y]^T per user, replace-one change "
-                f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (spec/errata.md E5)")
+                f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (E5, docs/derivations.md#e5)")
 
 
 @dataclass(frozen=True)
@@ -198,24 +204,59 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-class DPUCBCurator(Curator):
-    """Owns the Gram-matrix tree(s) and publishes :class:`DPUCBRelease` s (module docstring).
+def _cholesky(V: np.ndarray, rho_min: float) -> np.ndarray:
+    """Lower Cholesky factors (M, d, d) of the stack V (M, d, d), of which only the lower triangles are read.
 
-    ``cal`` fixes every constant (sigma_n included); ``rng`` is the job's "privacy" stream.
+    One batched LAPACK call (``numpy.linalg.cholesky``), or LAPACK ``potrf`` directly for a single matrix (numpy's
+    batched wrapper costs more than a small factorisation). With probability <= alpha the noise exceeded the
+    2 Upsilon margin and a V_t is not positive definite: that model's spectrum is lifted to
+    ``lambda_min = rho_min`` (post-processing, no privacy cost).
+    """
+    if len(V) == 1:
+        U, info = lapack.dpotrf(V[0].T, lower=0, clean=1)  # the upper triangle of the F-ordered V^T: no copy
+        if info == 0:
+            return U.T[None]
+    else:
+        try:
+            return np.linalg.cholesky(V)
+        except np.linalg.LinAlgError:
+            pass
+    out = np.empty_like(V)
+    for k, lower in enumerate(V):
+        sym = np.tril(lower) + np.tril(lower, -1).T
+        C, info = lapack.dpotrf(sym, lower=1, clean=1)
+        if info > 0:
+            sym[np.diag_indices_from(sym)] += rho_min - np.linalg.eigvalsh(sym)[0]
+            C, info = lapack.dpotrf(sym, lower=1, clean=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"Cholesky factorisation of V_t failed (LAPACK info {info})")
+        out[k] = C
+    return out
+
+
+class DPUCBCurator(Curator):
+    """Owns the Gram-matrix tree and publishes :class:`DPUCBRelease` s (module docstring); ``cal`` fixes every
+    constant, ``rng`` is the job's "privacy" stream.
+
+    The tree holds the M items ``phi(v v^T)`` (zero for the arms not played), the packed upper triangles of
+    :mod:`dpbandit.privacy.packed`, with iid ``N(0, sigma_n^2)`` node noise: exactly E5's symmetric noise of the same
+    sigma_n (phi is an isometry, ``||phi(D)||_2 = ||D||_F / sqrt 2``, so a packed item's l2 sensitivity is L~^2); the
+    ledger records the Frobenius form. The M Gram blocks are unpacked into the lower triangles of one (M, d, d) stack.
     """
 
     def __init__(self, cal: DPUCBCalibration, n_arms: int, rng: np.random.Generator) -> None:
         self.cal = cal
         self.n_arms = n_arms
-        d = cal.dim
-        noise = SymmetricGaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None
-        # One tree over the stacked (M, d+1, d+1) items: every model's node noise is an independent symmetric draw
-        # (one vectorised draw per round), and a user's item changes at most two blocks (Frobenius <= sqrt(2) L~^2).
-        self._tree = TreeAggregator((cal.n_models, d + 1, d + 1), cal.horizon, noise, rng if noise else None)
-        self._item = np.zeros((cal.n_models, d + 1, d + 1))
+        d, M = cal.dim, cal.n_models
+        self._layout = packed_layout(d + 1)
+        P = self._layout.size
+        noise = GaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None
+        self._tree = TreeAggregator((M * P,), cal.horizon, noise, rng if noise else None)
+        self._item = np.zeros((M, P))
         self._v = np.empty(d + 1)
+        self._V = np.zeros((M, d, d))  # lower triangles of V_t (numpy.linalg.cholesky reads only those)
         self._t = 0
-        self._release = self._publish(range(cal.n_models), None)
+        self._release = self._publish(range(M), None)
 
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
         cal, d = self.cal, self.cal.dim
@@ -235,35 +276,39 @@ class DPUCBCurator(Curator):
         # disjoint: zero items for the other arms' blocks (one clock; their nodes still get fresh noise); with noise
         # off a zero item changes nothing, so only the played arm's model is recomputed
         item = self._item
-        item[real] = np.multiply.outer(v, v)
-        self._tree.add(item)
+        self._layout.pack_outer(v, out=item[real])
+        self._tree.add(item.reshape(-1))
         item[real] = 0.0
         changed = range(cal.n_models) if cal.sigma_n > 0 else (real,)
         self._t += 1
         self._release = self._publish(changed, self._release)
 
+    def noisy_statistics(self) -> np.ndarray:
+        """The tree's current release as symmetric matrices (M, d+1, d+1): noisy ``sum_s v_s v_s^T`` (for tests)."""
+        return self._layout.unpack(self._tree.release().reshape(self.cal.n_models, -1))
+
     def _publish(self, changed, previous: DPUCBRelease | None) -> DPUCBRelease:
-        """A new release in which the models ``changed`` are recomputed from their trees (the others copied)."""
-        cal, d = self.cal, self.cal.dim
-        chol = np.empty((cal.n_models, d, d)) if previous is None else previous.cholesky.copy()
-        theta = np.empty((cal.n_models, d)) if previous is None else previous.theta.copy()
-        diag = np.arange(d)
-        released = self._tree.release()
+        """A new release in which the models ``changed`` are recomputed from the tree (the others reused)."""
+        cal, d, M = self.cal, self.cal.dim, self.cal.n_models
+        released = self._tree.release().reshape(M, -1)
+        gram = d * (d + 1) // 2  # the leading packed entries: the d x d Gram block; then the response column
+        V = self._V.reshape(M, d * d)
+        V[:, self._layout.lower] = released[:, :gram]
+        diagonal = V[:, :: d + 1]
+        diagonal *= math.sqrt(2.0)  # phi stores the diagonal divided by sqrt 2
+        diagonal += cal.shift
+        u = released[:, gram : gram + d]
+        if previous is None or len(changed) == M:
+            chol = _cholesky(self._V, cal.rho_min)
+            theta = np.empty((M, d))
+        else:
+            chol, theta = previous.cholesky.copy(), previous.theta.copy()
+            for k in changed:
+                chol[k] = _cholesky(self._V[k : k + 1], cal.rho_min)[0]
         for k in changed:
-            N = released[k]
-            V = N[:d, :d]
-            V[diag, diag] += cal.shift
-            # Cholesky V = C C^T and theta = V^{-1} u by LAPACK potrf/potrs (what scipy.linalg.cho_factor/cho_solve
-            # call, without their per-call overhead; K factorisations per round in the disjoint form).
-            C, info = lapack.dpotrf(V, lower=1, clean=1)
-            if info > 0:  # probability <= alpha: the noise exceeded the 2 Upsilon margin; lift the spectrum
-                V[diag, diag] += cal.rho_min - np.linalg.eigvalsh(V)[0]
-                C, info = lapack.dpotrf(V, lower=1, clean=1)
-            if info != 0:
-                raise np.linalg.LinAlgError(f"Cholesky factorisation of V_t failed (LAPACK info {info})")
-            chol[k] = C
-            theta[k] = lapack.dpotrs(C, N[:d, d], lower=1)[0]
-        return DPUCBRelease(self._t, _frozen(chol), _frozen(theta), cal.beta(self._t), cal.n_models == 1)
+            # theta = V^{-1} u by LAPACK potrs; C^T is the F-ordered upper factor (V = U^T U), so no copy is made
+            theta[k] = lapack.dpotrs(chol[k].T, u[k], lower=0)[0]
+        return DPUCBRelease(self._t, _frozen(chol), _frozen(theta), cal.beta(self._t), M == 1)
 
     def release(self) -> DPUCBRelease:
         return self._release
@@ -272,13 +317,16 @@ class DPUCBCurator(Curator):
         cal = self.cal
         ledger = PrivacyLedger(neighboring="replace-one")
         form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm blocks on one clock"
-        ledger.add_tree(self._tree, math.sqrt(2.0) * cal.l_tilde**2,
+        # the packed Gaussian tree is the symmetric-noise tree of E5 (module dpbandit.privacy.packed); recorded so
+        accounting = dataclasses.replace(self._tree.accounting, shape=(cal.n_models, cal.dim + 1, cal.dim + 1),
+                                         noise=SymmetricGaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None)
+        ledger.add_tree(accounting, math.sqrt(2.0) * cal.l_tilde**2,
                         mechanism=f"DP-UCB Gram-matrix tree ({form}; sigma_n: {cal.calibration})")
         if cal.calibration == "none":
             return ledger.report(cal.delta, guarantee="none", sensitivity_assumption=cal.sensitivity_assumption,
                                  note="epsilon = inf: noise off, no privacy guarantee (ridge LinUCB, OFUL width)")
         note = (f"target (epsilon, delta) = ({cal.epsilon:g}, {cal.delta:g}); sigma_n = {cal.sigma_n:.6g} "
-                f"({'spec/errata.md E6' if cal.calibration == 'tight' else 'spec/han-frank-wolfe.md §7.4, E5'}); "
+                f"({'E6, docs/derivations.md#e6' if cal.calibration == 'tight' else 'docs/derivations.md#hfw-7, E5'}); "
                 f"Upsilon = {cal.upsilon:.6g}, regulariser 2 Upsilon + lam = {cal.shift:.6g}, alpha = {cal.alpha:g}. "
                 "JDP by the billboard lemma: actions use only the releases and the user's own context.")
         if cal.n_models > 1:
@@ -350,9 +398,14 @@ class DPUCB(PrivateAgent):
         """``argmax_a x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` from the release and this user's (K, d) features."""
         X = np.asarray(observation, dtype=float)
         C, theta = release.cholesky, release.theta
-        # One triangular solve per arm, ||C^{-1} x_a||_2 = ||x_a||_{V^{-1}}: vector solves (dtrsv) stay
-        # single-threaded, unlike a multi-right-hand-side solve, whose BLAS threads stall on a loaded machine.
-        models = [0] * X.shape[0] if release.shared else range(X.shape[0])
-        widths = np.array([math.sqrt(w @ w) for w in (lapack.dtrtrs(C[m], x, lower=1)[0] for m, x in zip(models, X))])
-        means = X @ theta[0] if release.shared else np.einsum("kd,kd->k", X, theta)
+        # ||x_a||_{V^{-1}} = ||C^{-1} x_a||_2 by triangular solves (C^T is the F-ordered upper factor: no copies);
+        # shared: one multi-right-hand-side solve for all arms; disjoint: one vector solve per arm's factor
+        if release.shared:
+            W = lapack.dtrtrs(C[0].T, X.T, lower=0, trans=1)[0]
+            widths = np.sqrt(np.einsum("dk,dk->k", W, W))
+            means = X @ theta[0]
+        else:
+            widths = np.array([math.sqrt(w @ w) for w in (lapack.dtrtrs(C[k].T, x, lower=0, trans=1)[0]
+                                                           for k, x in enumerate(X))])
+            means = np.einsum("kd,kd->k", X, theta)
         return argmax_random_tie(means + release.beta * widths, rng)

@@ -75,7 +75,14 @@ def default_hyperparameters(constants: BanditConstants) -> dict[str, float]:
     ``theta_bound * sqrt(sparsity)`` for the l_inf ball); ``sigma`` the reward noise level (``noise_std``, or half
     the reward range ``(reward_high - reward_low) / 2`` for bounded rewards such as Bernoulli links).
 
-    * ``h = 5 s_y``: the paper's simulation value h = 5 [recalled] for unit-scale rewards, in reward units.
+    * ``h = min(5 m s_y, R)``: the paper's simulation value h = 5 [recalled] for unit-scale rewards, in reward units
+      (``m`` the link's largest slope: 1 identity, 1/4 logistic, 1/sqrt(2 pi) probit, so ``m s_y`` is the typical
+      spread of *expected* rewards), and never wider than ``R``, the width of the range expected rewards can take
+      (``[mean_low, mean_high]`` intersected with the reward range ``[reward_low, reward_high]``). The pre-selection
+      keeps the arms within ``h/2`` of the best forced-sample estimate; with ``h/2 >= R`` it could never exclude an
+      arm (0/1 rewards: the uncapped 5 s_y gave h/2 = 2.5 on ``SparseLogistic-v0``, and h = inf on the dataset
+      environments, whose theta bound is infinite), so the cap keeps ``h/2 <= R/2`` inside the reward range
+      (Bernoulli rewards: inside [0, 1]).
     * ``lambda1 = lambda2_0 = 2 sigma s_x`` [derived]: the order of the noise part of the Lasso gradient at the
       truth, ``||(2/n) X^T eps||_inf ~ 2 sigma s_x sqrt(2 ln(2d) / n)``, whose sqrt(ln d / n) factor
       ``lambda_{2,t}`` supplies. Without reward noise (sigma = 0) it falls back to ``0.05 s_x s_y``, the paper's
@@ -103,7 +110,23 @@ def default_hyperparameters(constants: BanditConstants) -> dict[str, float]:
             "cannot derive LassoBandit defaults from constants with context_bound, theta_bound = "
             f"{constants.context_bound}, {constants.theta_bound}; pass h, lambda1 and lambda2_0 explicitly"
         )
-    return {"h": 5.0 * s_y, "lambda1": lam, "lambda2_0": lam}
+    return {"h": margin(constants, s_y), "lambda1": lam, "lambda2_0": lam}
+
+
+#: Largest slope of each inverse link (identity 1, logistic mu' <= 1/4, probit phi(0) = 1/sqrt(2 pi)).
+LINK_SLOPES: dict[str, float] = {"identity": 1.0, "logistic": 0.25, "probit": 1.0 / math.sqrt(2.0 * math.pi)}
+
+
+def expected_reward_range(constants: BanditConstants) -> tuple[float, float]:
+    """``[low, high]`` an expected reward can take: the mean bounds intersected with the reward range."""
+    return max(constants.mean_low, constants.reward_low), min(constants.mean_high, constants.reward_high)
+
+
+def margin(constants: BanditConstants, s_y: float) -> float:
+    """The default pre-selection margin ``h = min(5 m s_y, R)`` of :func:`default_hyperparameters` (reward units)."""
+    low, high = expected_reward_range(constants)
+    slope = LINK_SLOPES.get(constants.link, 1.0)
+    return min(5.0 * slope * s_y, high - low)
 
 
 class _Samples:
@@ -157,7 +180,8 @@ class LassoBandit(Agent):
 
     Notes
     -----
-    *Defaults.* q = 1 and h = 5 are the paper's simulation values [recalled], h expressed in reward units; the
+    *Defaults.* q = 1 and h = 5 are the paper's simulation values [recalled], h expressed in reward units and capped
+    by the range of expected rewards (Bernoulli rewards: h/2 <= 1/2, inside [0, 1]); the
     penalties are calibrated to the reward noise instead of the paper's lambda = 0.05 [recalled], which was stated
     for unit-scale covariates and under-regularises on dpbandit's norm-bounded contexts; see
     :func:`default_hyperparameters` for the formulas and the measurement behind them. Explicit values are used as

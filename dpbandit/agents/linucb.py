@@ -53,7 +53,7 @@ class LinUCB(Agent):
         """UCB scores ``x_a^T theta_hat + alpha * sqrt(x_a^T A^{-1} x_a)``; (K, d) -> (K,)."""
         d = self.dim
         R = self.ridge.products(observation)
-        score = np.einsum("kd,kd->k", R[:, :d], observation)
+        score = np.matmul(R[:, None, :d], observation[:, :, None])[:, 0, 0]  # x_a^T A^{-1} x_a per arm
         np.sqrt(score, out=score)
         score *= self.alpha
         score += R[:, d]

@@ -43,6 +43,7 @@ apply to the losses they are fed.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -63,7 +64,7 @@ from dpbandit.optim.registry import (
 )
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.report import PrivacyReport
-from dpbandit.validation import check_choice, check_probability, check_real
+from dpbandit.validation import check_choice, check_delta, check_epsilon, check_probability, check_real
 
 __all__ = ["FEEDBACK", "ROUTE", "DEFAULT_MU", "OCORelease", "OCOAgent"]
 
@@ -75,6 +76,9 @@ ROUTE: dict[str, str] = {"DP": "JDP", "window-DP": "window-JDP", "LDP": "LDP", "
 DEFAULT_MU = 0.1
 _UNIT = "one user = one round's contexts and rewards (x_{t,a}, r_{t,a})_a; neighbours replace one round"
 _LOSSES: dict[str, type[Loss]] = {"squared": SquaredLoss, "logistic": LogisticLoss}
+_PRIVACY_KEYS = frozenset({"epsilon", "delta", "tau"})
+#: Per-learner epsilons found by OCOAgent._split, per (learner, parameters, problem, feedback, budget).
+_SPLITS: dict[tuple, float] = {}
 
 
 @dataclass(frozen=True)
@@ -147,16 +151,28 @@ class OCOAgent(PrivateAgent):
         learner's own default otherwise (0 for the local-DP learners).
     learner_params:
         The learner's own hyperparameters (``dpbandit.optim.registry.learner_hyperparameters(learner)``), e.g.
-        ``{"tau": 0.5}`` or ``{"epsilon": 1.0, "window": 64}``; ``dim``, ``horizon``, ``loss`` and ``rng`` are set by
-        the agent, and the environment's public bounds (:meth:`known_constants`) fill ``x_bound``, ``y_bound`` and
-        ``radius`` when the learner takes them.
+        ``{"window": 64}``; ``dim``, ``horizon``, ``loss`` and ``rng`` are set by the agent, and the environment's
+        public bounds (:meth:`known_constants`) fill ``x_bound``, ``y_bound`` and ``radius`` when the learner takes
+        them. The learner's privacy parameters (``epsilon``, ``delta``, ``tau``) may be set here only with
+        ``epsilon=None``.
+    epsilon, delta:
+        The agent's privacy budget, with the convention of the other private agents: ``epsilon = 1`` by default,
+        ``inf`` = noise off (guarantee "none"); ``delta`` default ``1/T`` for learners with Gaussian noise
+        (pure-DP learners keep delta = 0; local-DP learners are pure and refuse a delta). The learners are
+        calibrated so that the agent's *composed* report states exactly this epsilon (:meth:`_calibrate`): a
+        local-DP learner gets ``tau_j = epsilon / (d * copies)`` per coordinate, a central one the largest
+        per-learner epsilon whose ``copies``-fold composition is at most ``epsilon``. ``epsilon=None`` uses the
+        privacy parameters set in ``learner_params`` as given; leaving them unset there is refused (the learners'
+        own defaults are budgets nobody chose: ``tau = 1`` per coordinate is ``d``-LDP, effectively no privacy).
     """
 
     name: ClassVar[str] = "oco"
+    #: The guarantee type (JDP, window-JDP or LDP) follows the learner: a frontier does not sweep it by default.
+    guarantee_from_learner: ClassVar[bool] = True
 
     def __init__(self, constants: BanditConstants, learner: str = "ldp-coordinatewise", loss: str | None = None,
                  feedback: str = "bandit", exploration: float = 0.0, mu: float | None = None,
-                 learner_params: dict | None = None):
+                 learner_params: dict | None = None, epsilon: float | None = 1.0, delta: float | None = None):
         if not isinstance(constants, BanditConstants):
             raise TypeError(f"constants must be a BanditConstants, got {type(constants).__name__}")
         self.learner_name = learner
@@ -183,6 +199,10 @@ class OCOAgent(PrivateAgent):
         self.learner_params = dict(learner_params) if self.mu is None else {**learner_params, "mu": self.mu}
         self._loss = SquaredLoss(scale=0.5) if self.loss_name == "squared" else LogisticLoss()
         self._learner_cls = cls
+        self.constants, self.n_arms, self.dim = constants, constants.n_arms, constants.dim
+        self.epsilon = None if epsilon is None else check_epsilon(epsilon, allow_inf=True)
+        self.delta = None if delta is None else check_delta(delta, allow_zero=True)
+        self.learner_params = {**self.learner_params, **self._calibrate()}
         super().__init__(constants)  # builds the first curator: invalid learner parameters raise here
         self.private = self.curator.privacy_report().guarantee != "none"
 
@@ -206,6 +226,75 @@ class OCOAgent(PrivateAgent):
                                  "full_information=True (e.g. gymnasium.make(id, full_information=True)), or use "
                                  "feedback='bandit'")
         return cls(env.unwrapped.constants, **params)
+
+    # -- budget ---------------------------------------------------------------------------------------------------
+
+    def _calibrate(self) -> dict[str, Any]:
+        """The learner's privacy parameters for the agent's budget (see the class docstring)."""
+        accepted = learner_hyperparameters(self.learner_name)
+        given = sorted(_PRIVACY_KEYS & set(self.learner_params))
+        name = self.learner_name
+        if self.epsilon is None:
+            missing = [k for k in ("epsilon", "tau") if k in accepted and k not in self.learner_params]
+            if missing:
+                raise ValueError(
+                    f"epsilon=None uses the learner's own privacy parameters, but learner_params does not set "
+                    f"{missing[0]!r}: learner {name!r}'s default is a budget nobody chose"
+                    + (f" (tau = 1 per coordinate is LDP epsilon = d = {self.dim}, effectively no privacy)"
+                       if missing[0] == "tau" else "")
+                    + "; pass epsilon= (default 1) or set it explicitly in learner_params")
+            if self.delta is not None:
+                raise TypeError("delta: with epsilon=None set the learner's delta in learner_params")
+            return {}
+        if given:
+            raise TypeError(f"learner_params must not set {given} when epsilon is given: the agent calibrates the "
+                            "learner to its budget (epsilon=, delta=); pass epsilon=None to set them yourself")
+        if "tau" in accepted:  # local DP: pure, one report per learner and copy
+            if self.delta not in (None, 0.0):
+                raise ValueError(f"delta must be None for the local-DP learner {name!r} (pure epsilon-LDP), "
+                                 f"got {self.delta!r}")
+            return {"tau": self.epsilon / (self.dim * self._copies()) if math.isfinite(self.epsilon) else math.inf}
+        if "epsilon" not in accepted:
+            if math.isfinite(self.epsilon):
+                raise ValueError(f"learner {name!r} adds no privacy noise: pass epsilon=inf for a non-private run "
+                                 f"(got epsilon={self.epsilon:g}), or choose a private learner")
+            return {}
+        params: dict[str, Any] = {}
+        if "delta" in accepted:
+            default = inspect.signature(self._learner_cls.__init__).parameters["delta"].default
+            if self.delta is not None:
+                params["delta"] = self.delta
+            elif default is not None:  # Gaussian-noise learners: the private agents' delta = 1/T
+                params["delta"] = 1.0 / self.constants.horizon
+        if not math.isfinite(self.epsilon) or self._copies() == 1:
+            return {**params, "epsilon": self.epsilon}
+        return {**params, "epsilon": self._split(params)}
+
+    def _split(self, params: dict[str, Any]) -> float:
+        """The largest per-learner epsilon whose composition over the agent's copies is at most ``self.epsilon``
+        (bisection on the agent's accounted epsilon, which increases with the learner's; cached per problem)."""
+        key = (self.learner_name, repr(sorted(self.learner_params.items())), repr(sorted(params.items())),
+               self.constants, self.feedback, self.epsilon)
+        if key in _SPLITS:
+            return _SPLITS[key]
+        c = self.constants
+        base = with_known_constants(self.learner_name, {**self.learner_params, **params}, **self.known_constants())
+
+        def composed(eps: float) -> float:
+            learner = make_learner(self.learner_name, c.dim, c.horizon, loss=self._loss, rng=np.random.default_rng(0),
+                                   **{**base, "epsilon": eps})
+            return self._agent_report(learner).epsilon
+
+        low, high = self.epsilon / self._copies(), self.epsilon  # basic composition is always within budget
+        if composed(high) <= self.epsilon:
+            low = high
+        for _ in range(40):
+            if high - low <= 1e-9 * self.epsilon:
+                break
+            mid = 0.5 * (low + high)
+            low, high = (mid, high) if composed(mid) <= self.epsilon else (low, mid)
+        _SPLITS[key] = low
+        return low
 
     # -- curator --------------------------------------------------------------------------------------------------
 
@@ -294,8 +383,8 @@ class OCOAgent(PrivateAgent):
         elif self._zero_sample_halves():
             why = ("bandit feedback with zero samples for the arms not played: a neighbour replaces one learner's "
                    "sample, or changes two learners' samples real <-> zero, each change costing at most half of a "
-                   "replace-one change (the learner's zero_sample_halves_sensitivity; spec/private-oco-learners.md "
-                   "§7)")
+                   "replace-one change (the learner's zero_sample_halves_sensitivity; "
+                   "docs/derivations.md#oco-7)")
         else:
             why = (f"bandit feedback with zero samples for the arms not played: a neighbour changes the samples of "
                    f"at most {copies} learners")
@@ -303,10 +392,10 @@ class OCOAgent(PrivateAgent):
             "JDP": "JDP by the billboard lemma: the released iterates are DP, each action depends on them and the "
                    "user's own features only",
             "window-JDP": f"window-JDP, W={base.window}: only the users of the last W rounds are protected; older "
-                          "users have no guarantee (spec/private-oco-learners.md §3.1); never comparable to JDP",
+                          "users have no guarantee (docs/derivations.md#oco-3); never comparable to JDP",
             "LDP": "LDP, per-user epsilon_t at the randomiser level (each user sends one report to every learner); "
                    "no trusted curator. Warning: logging the action a_t centrally leaks x_t outside the LDP "
-                   "guarantee (spec/private-oco-learners.md §7)",
+                   "guarantee (docs/derivations.md#oco-7)",
         }[guarantee]
         assumption = base.sensitivity_assumption
         if "y_bound" in learner_hyperparameters(self.learner_name) and "y_bound" not in self.learner_params:
@@ -322,4 +411,4 @@ class OCOAgent(PrivateAgent):
 
     def __repr__(self) -> str:
         return (f"OCOAgent(K={self.n_arms}, d={self.dim}, learner={self.learner_name!r}, loss={self.loss_name!r}, "
-                f"feedback={self.feedback!r}, exploration={self.exploration})")
+                f"feedback={self.feedback!r}, exploration={self.exploration}, epsilon={self.epsilon})")

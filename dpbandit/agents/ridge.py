@@ -147,9 +147,12 @@ class RidgeState:
         d = self.dim
         m = arm if self.disjoint else 0
         W = self.W[m]
-        r = W @ x  # (A^{-1} x, x^T theta)
+        # (A^{-1} x, x^T theta). matmul with a (d, 1) column and a (1, d) x (d, 1) product, not ``W @ x`` and
+        # ``x @ u``: the seed-batched path (dpbandit.experiment.batch) makes the same per-matrix calls on stacks and
+        # gets bitwise-equal results
+        r = np.matmul(W, x[:, None])[:, 0]
         u = r[:d]
-        scale = 1.0 / (1.0 + x @ u)
+        scale = 1.0 / (1.0 + np.matmul(x[None, :], u[:, None])[0, 0])
         c = r * scale
         c[d] = (r[d] - y) * scale
         subtract_outer(W, c, u)

@@ -3,7 +3,7 @@
     dpbandit run                       the default quick experiment (non-private baselines, sparse linear bandit)
     dpbandit run --config FILE.toml    an experiment described in TOML (see dpbandit.experiment.config);
                                        re-running it resumes (finished jobs are kept), --fresh starts over
-    dpbandit plot RUN_DIR              redraw the regret plot of a finished run
+    dpbandit plot RUN_DIR              redraw the figure of a run, frontier or oco run directory
     dpbandit compare RUN_DIR --baseline random   paired differences of final regret against a baseline agent
     dpbandit reproduce table-5.1       Han et al.'s Table 5.1: published vs correctly calibrated (--quick for a subset)
     dpbandit reproduce figure-5.1      Han et al.'s Figure 5.1 in one environment, with random-play reference
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import sys
-from pathlib import Path
 
 import pandas as pd
 
@@ -62,22 +61,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
-    from dpbandit.experiment.plots import plot_regret
+    from dpbandit.experiment.replot import replot
 
-    run_dir = Path(args.run_dir)
-    table = run_dir / "results.csv"
-    if not table.is_file():
-        raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv; pass the folder printed by 'dpbandit run'")
-    frame = pd.read_csv(table).rename(columns={"stream": "env_id", "learner": "agent"})  # OCO runs: same curves
-    missing = [c for c in ("env_id", "agent", "seed", "t", "cumulative_regret") if c not in frame.columns]
-    if missing:
-        raise ValueError(f"{str(table)!r} holds no regret curves (no column {', '.join(missing)}): this kind of run "
-                         "has no regret plot; its manifest.json lists the files it wrote")
-    try:
-        path = plot_regret(frame, args.output or run_dir / "regret.png", title=args.title)
-    except (KeyError, IndexError) as exc:  # a table this plot does not understand: one line, not a traceback
-        raise ValueError(f"cannot draw a regret plot from {str(table)!r} ({type(exc).__name__}: {exc})") from exc
-    print(f"Regret plot: {path}")
+    for path in replot(args.run_dir, args.output, title=args.title):
+        print(f"Plot: {path}")
     return 0
 
 
@@ -154,8 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="file format of results and summary (parquet needs pyarrow; default csv)")
     run.set_defaults(func=_cmd_run)
 
-    plot = sub.add_parser("plot", help="redraw the regret plot of a run directory")
-    plot.add_argument("run_dir", help="a folder written by 'dpbandit run'")
+    plot = sub.add_parser("plot", help="redraw the figure of a run directory (run, figure-5.1, frontier, oco)")
+    plot.add_argument("run_dir", help="a folder written by 'dpbandit run', 'reproduce figure-5.1', 'frontier' or 'oco'")
     plot.add_argument("--output", help="image path (default: RUN_DIR/regret.png)")
     plot.add_argument("--title", help="plot title")
     plot.set_defaults(func=_cmd_plot)

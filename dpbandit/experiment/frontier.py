@@ -13,6 +13,7 @@ and, by default, LinUCB) once per horizon. Every agent of a horizon sees the sam
         frontier.png    final regret against epsilon (log axis, inf = noise off at the right), 95% CI bands, the
                         references as horizontal bands, one panel per horizon
         manifest.json   configuration, versions, privacy reports, the runs, the first epsilon beating random by 2x
+                        (the lower bound of the paired-bootstrap 95% interval of the ratio random/agent >= 2)
         sweep/          the runner's run directory (jobs/, results.csv, summary.csv, regret.png, manifest.json)
 
 Epsilon is the axis of one guarantee type: private agents whose reports name different guarantees (e.g. JDP and
@@ -45,6 +46,7 @@ from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, mak
 from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.frontier_report import (
     RESULT_COLUMNS,
+    beating_lines,
     epsilon_text,
     first_epsilon_beating,
     frontier_table,
@@ -57,7 +59,7 @@ from dpbandit.privacy.report import CORRECT
 from dpbandit.validation import check_delta, check_epsilon, check_int, check_run_name
 
 __all__ = ["EPSILONS", "HORIZONS", "QUICK", "RESULT_COLUMNS", "FrontierConfig", "FrontierResult", "run_frontier",
-           "frontier_table", "first_epsilon_beating", "plot_frontier", "main"]
+           "frontier_table", "first_epsilon_beating", "beating_lines", "plot_frontier", "main"]
 
 EPSILONS: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, math.inf)
 HORIZONS: tuple[int, ...] = (10_000, 100_000)
@@ -66,8 +68,11 @@ QUICK: dict[str, Any] = dict(epsilons=(1.0, 16.0, math.inf), horizons=(500, 2000
 
 
 def private_agents() -> tuple[str, ...]:
-    """Registry names of the private agents with an ``epsilon`` hyperparameter (the ones a sweep can run)."""
-    return tuple(name for name, cls in AGENTS.items() if cls.private and "epsilon" in hyperparameters(name))
+    """Registry names of the private agents with an ``epsilon`` hyperparameter (the ones a sweep can run), except
+    those whose guarantee type follows a learner (``oco``: LDP by default, which cannot share the JDP axis; sweep it
+    in a frontier of its own with ``agents=("oco",)``)."""
+    return tuple(name for name, cls in AGENTS.items() if cls.private and "epsilon" in hyperparameters(name)
+                 and not getattr(cls, "guarantee_from_learner", False))
 
 
 def _agent_names(key: str, names: Any, *, private: bool) -> tuple[str, ...]:
@@ -267,7 +272,7 @@ def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progr
     results["role"] = [m[2] for m in mapped]
     results = results[list(RESULT_COLUMNS)]
     table = frontier_table(results, reports)
-    beats = first_epsilon_beating(table) if "random" in fc.references else pd.DataFrame()
+    beats = first_epsilon_beating(results) if "random" in fc.references else pd.DataFrame()
     plot_path = None
     if run_dir is not None:
         write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
@@ -347,11 +352,8 @@ def cli_command(args: argparse.Namespace) -> int:
     with pd.option_context("display.width", 140, "display.max_columns", 20):
         cols = ["agent", "epsilon", "horizon", "seeds", "final_regret_mean", "final_regret_ci95", "guarantee"]
         print(result.frontier[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-    for row in result.beats_random.to_dict("records"):
-        verdict = (f"first beats uniform random by {row['factor']:g}x at epsilon = {epsilon_text(row['epsilon'])} "
-                   f"(ratio {row['ratio_at_epsilon']:.3g})" if not math.isnan(row["epsilon"])
-                   else f"never beats uniform random by {row['factor']:g}x on this grid")
-        print(f"{row['agent']} at T = {row['horizon']}: {verdict}")
+    if not result.beats_random.empty:
+        print("\n" + "\n".join(beating_lines(result.beats_random, result.results)))
     print(f"\nResults table: {result.run_dir / 'results.csv'}")
     print(f"Frontier table: {result.run_dir / 'frontier.csv'}")
     print(f"Frontier plot:  {result.plot_path}")

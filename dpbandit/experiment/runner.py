@@ -38,6 +38,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 import dpbandit.envs  # noqa: F401  (registers the environments, also inside worker processes)
 from dpbandit.agents import make_agent
@@ -57,6 +58,7 @@ from dpbandit.experiment.results import (
     write_atomic,
     write_json_atomic,
 )
+from dpbandit.privacy.report import is_private
 from dpbandit.validation import check_choice
 
 __all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS", "FORMATS"]
@@ -72,7 +74,17 @@ def simulate(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | Non
 
     Returns a frame with columns ``t, reward, regret, cumulative_reward, cumulative_regret`` at the rounds given
     by :func:`~dpbandit.experiment.results.checkpoint_rounds` (every round when ``checkpoints`` is None).
+
+    The loop runs with BLAS limited to one thread: a round's linear algebra is small (at most a few (d+1)^2
+    matrices), so BLAS threads cost more in hand-offs than they save, and on a machine whose cores are busy with
+    other work (parallel jobs, other users) their spin-waiting made LinUCB at d = 200 ten times slower
+    (``benchmarks/linucb_benchmark.py``). Parallelism belongs to the seeds (``n_jobs``).
     """
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _play(env, agent, seed, checkpoints)
+
+
+def _play(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | None) -> pd.DataFrame:
     horizon = env.unwrapped.constants.horizon
     rounds = checkpoint_rounds(horizon, checkpoints)
     n = rounds.size
@@ -133,7 +145,7 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
         "seed": seed,
         "rounds": rounds,
         "seconds": seconds,
-        "private": bool(agent.private),
+        "private": is_private(report),  # from the guarantee, not the class: epsilon = inf runs are not private
         "privacy_report": None if report is None else report.to_dict(),
     }
     return frame, meta
@@ -239,7 +251,8 @@ def _run(config: ExperimentConfig, run_dir: Path | None, progress: bool, backend
             path = write_atomic(run_dir / files[name], partial(_write_table, frame, format))
             table_path = path if name == "results" else table_path
         title = f"{config.name}: {', '.join(e.label for e in config.envs)}"
-        plot_path = plot_regret(results, run_dir / "regret.png", title=title, labels=legends)
+        plot_path = plot_regret(results, run_dir / "regret.png", title=title,
+                                private={m["agent"]: m["private"] for m in metas}, labels=legends)
         manifest.update(
             status="complete",
             finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),

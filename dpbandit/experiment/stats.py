@@ -7,6 +7,8 @@ uncertainty is the spread of those paired differences, which is much tighter tha
 * :func:`paired_difference` — mean of ``a - b`` over common seeds with a Student-t interval.
 * :func:`ratio_interval` — ``mean(num) / mean(den)`` with a paired percentile bootstrap over seeds (resampling seed
   indices, so each resample keeps the pairing).
+* :func:`ratio_to_published` — ``published mean / mean(values)`` against a published mean ± sd over its own seeds
+  (not paired: the published runs' seeds are not ours).
 * :func:`verdict` — the one wording every command uses: "A beats B" only when the interval of the paired
   difference excludes zero, otherwise "not distinguishable (n seeds)".
 
@@ -25,7 +27,13 @@ from scipy import stats
 
 from dpbandit.validation import check_int, check_real
 
-__all__ = ["Interval", "paired", "paired_difference", "ratio_interval", "verdict"]
+__all__ = ["BOOTSTRAP_MIN_SEEDS", "Interval", "paired", "paired_difference", "ratio_interval", "ratio_to_published",
+           "verdict"]
+
+
+#: Fewest seeds for which the verdicts use a bootstrap interval: with n seeds there are only C(2n-1, n) distinct
+#: resamples (3 for n = 2, 10 for n = 3), and the percentile interval is then far too narrow to support a claim.
+BOOTSTRAP_MIN_SEEDS = 5
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,32 @@ def ratio_interval(num: Any, den: Any, *, level: float = 0.95, n_boot: int = 10_
     ratios = np.divide(x[idx].mean(axis=1), dens, out=np.full(n_boot, np.inf), where=dens > 0)
     low, high = np.quantile(ratios, [0.5 - level / 2, 0.5 + level / 2])
     return Interval(point, float(low), float(high), n, level, "paired bootstrap")
+
+
+def ratio_to_published(published_mean: float, published_sd: float, published_n: int, values: Any, *,
+                       level: float = 0.95, n_boot: int = 10_000, seed: int = 0) -> Interval:
+    """``published_mean / mean(values)`` with a percentile-bootstrap interval that carries both uncertainties:
+    each resample draws ``values`` with replacement (our seeds) and the published mean from
+    ``N(published_mean, published_sd^2 / published_n)`` (the sampling law of a mean over ``published_n`` seeds,
+    normal approximation). ``n`` of the result is the number of our seeds; nan bounds with one seed.
+    """
+    level = _level(level)
+    n_boot = check_int("n_boot", n_boot, low=100)
+    published_mean = check_real("published_mean", published_mean, low=0.0, low_inclusive=False)
+    published_sd = check_real("published_sd", published_sd, low=0.0)
+    published_n = check_int("published_n", published_n, low=1)
+    x = np.asarray(values, dtype=float).ravel()
+    if x.size == 0 or not np.isfinite(x).all() or (x < 0).any() or x.mean() <= 0:
+        raise ValueError("values must be a non-empty finite non-negative sample with a positive mean")
+    point = float(published_mean / x.mean())
+    if x.size < 2:
+        return Interval(point, math.nan, math.nan, x.size, level, "bootstrap vs published mean")
+    rng = np.random.default_rng(np.random.SeedSequence(seed))
+    means = x[rng.integers(0, x.size, size=(n_boot, x.size))].mean(axis=1)
+    published = published_mean + published_sd / math.sqrt(published_n) * rng.standard_normal(n_boot)
+    ratios = np.divide(published, means, out=np.full(n_boot, np.inf), where=means > 0)
+    low, high = np.quantile(ratios, [0.5 - level / 2, 0.5 + level / 2])
+    return Interval(point, float(low), float(high), x.size, level, "bootstrap vs published mean")
 
 
 def verdict(a_name: str, b_name: str, a: Any, b: Any, *, lower_is_better: bool = True, level: float = 0.95,

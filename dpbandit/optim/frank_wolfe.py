@@ -247,7 +247,7 @@ class DPTOFW(OnlineFrankWolfe):
             raise ValueError("published_setting_not_private needs a finite epsilon (noise off: epsilon=inf alone)")
         if self.published:
             warnings.warn(f"DP-TOFW in the {PUBLISHED_CODE_SETTING!r}: L1 = 1 and the published GG sampler "
-                          "(spec/han-frank-wolfe.md §9 D1-D3); this run is NOT differentially private",
+                          "(defects D1-D3, docs/derivations.md#hfw-9); this run is NOT differentially private",
                           PublishedSettingWarning, stacklevel=2)
         self._configure = True
         super().__init__(dim, horizon, p=p, radius=radius, loss=loss, lr_scale=lr_scale, schedule=schedule,
@@ -340,13 +340,13 @@ class DPTOFW(OnlineFrankWolfe):
                                       calibration_mode=PUBLISHED_CODE_SETTING)
         assumption = (f"per-sample gradients clipped to ||g||_q <= L0={self.lipschitz:g} (scalar clamp), features to "
                       f"||x||_q <= {self.feature_bound:g}, q={self.q:g}; L1={self.smoothness:g} ({self.loss!r}, "
-                      f"spec/errata.md E3); leaf sensitivity 2(L0 + L1 D max_i i eta_(i-1)) = {self.sensitivity:.6g}"
-                      " (spec/han-frank-wolfe.md §2)")
+                      f"E3, docs/derivations.md#e3); leaf sensitivity 2(L0 + L1 D max_i i eta_(i-1)) = {self.sensitivity:.6g}"
+                      " (docs/derivations.md#hfw-2)")
         if not self.private:
             return self.ledger.report(self.delta, guarantee="none", sensitivity_assumption=assumption,
                                       note="noise off (epsilon = inf): no privacy guarantee")
         how = ("paper: eq. (3.2), Lemma 2.1 per node at (eps/m, delta/m), basic composition over "
-               f"m={self.paper_levels} levels (spec/han-frank-wolfe.md §2, errata E1)" if self.calibration == "paper"
-               else f"tight: spec/errata.md E6, L={self.tree_levels} nodes per leaf")
+               f"m={self.paper_levels} levels (docs/derivations.md#hfw-2, errata E1)" if self.calibration == "paper"
+               else f"tight: E6, docs/derivations.md#e6, L={self.tree_levels} nodes per leaf")
         return self.ledger.report(self.delta, guarantee="DP", sensitivity_assumption=assumption,
                                   calibration_mode=CORRECT, note=f"calibration {how}; noise {self.noise.name}")

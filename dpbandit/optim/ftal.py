@@ -52,7 +52,7 @@ __all__ = ["WINDOW_WARNING", "TreeFTAL", "PFTAL", "WDPCOCOP"]
 WINDOW_WARNING = (
     "window-DP: only the users of the last W rounds before the horizon are protected; users older than the "
     "window have NO guarantee (every release adds their data without noise and combinations of releases may "
-    "expose them; spec/private-oco-learners.md §3.1). Not comparable to DP/JDP numbers: report it as "
+    "expose them; docs/derivations.md#oco-3). Not comparable to DP/JDP numbers: report it as "
     "window-DP/window-JDP with its W, never on one privacy axis with DP/JDP results."
 )
 

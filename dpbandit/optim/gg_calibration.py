@@ -60,7 +60,7 @@ def calibrate_gg(kr: KappaRegular, sensitivity: float, epsilon: float, delta: fl
             sigma = gg_sigma_paper(epsilon / paper_nodes, delta / paper_nodes, sensitivity, kr.kappa)
         except ValueError as err:
             raise ValueError(f"calibration='paper' needs epsilon/m <= 1 with m = {paper_nodes} "
-                             f"(spec/errata.md E1), got epsilon={epsilon!r}; use calibration='tight'") from err
+                             f"(E1, docs/derivations.md#e1), got epsilon={epsilon!r}; use calibration='tight'") from err
     elif kr.r == 2.0:
         delta2 = sensitivity * ratio / kr.norm_scale
         sigma = gaussian_sigma_analytic(epsilon, delta, delta2 * math.sqrt(nodes)) * kr.norm_scale * _SAFETY

@@ -341,7 +341,7 @@ class POCP(StreamingLearner):
         if self.private:
             self.ledger.add_event(PrivacyEvent(
                 "gaussian", self.sigma0, self.horizon, f"POCP output perturbation of {self.algorithm.name}",
-                bound="spec/private-oco-learners.md §4: T releases of multiplier sigma_0 = one Gaussian, "
+                bound="docs/derivations.md#oco-4: T releases of multiplier sigma_0 = one Gaussian, "
                       "mu = sqrt(T)/sigma_0"))
         else:
             self.ledger.add_non_private(f"{self.algorithm.name} iterates, noise off")
@@ -365,7 +365,7 @@ class POCP(StreamingLearner):
 
     def privacy_report(self) -> PrivacyReport:
         assumption = (f"{self.algorithm.sensitivity_assumption}; per-iterate sensitivity Delta_(t+1) of "
-                      f"{self.algorithm.name} (spec/private-oco-learners.md §5)")
+                      f"{self.algorithm.name} (docs/derivations.md#oco-5)")
         if not self.private:
             return self.ledger.report(0.0, guarantee="none", sensitivity_assumption=assumption)
         return self.ledger.report(self.delta, guarantee="DP", sensitivity_assumption=assumption)

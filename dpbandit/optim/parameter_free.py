@@ -178,8 +178,8 @@ class ConjugatePriorPotential:
         w, log_wealth, _ = conjugate_prior_prediction(self.L, self.B, self.prior, self.C, self.max_log_wealth)
         if np.any(log_wealth > self.max_log_wealth):
             if self.capped_rounds == 0:
-                logger.warning("conjugate-prior potential: log-wealth %.4g capped at %g (spec/private-oco-learners.md"
-                               " §6.1: wealth grows like exp(0.16 t) under one-signed gradients)",
+                logger.warning("conjugate-prior potential: log-wealth %.4g capped at %g (docs/derivations.md#oco-6"
+                               ": wealth grows like exp(0.16 t) under one-signed gradients)",
                                float(np.max(log_wealth)), self.max_log_wealth)
             self.capped_rounds += 1
         w.flags.writeable = False
@@ -306,7 +306,7 @@ class LDPLearner(StreamingLearner):
                                     "the user")
         return ledger.add_pure(self.epsilon, 1, mechanism="local Laplace randomiser (one report per user)",
                                bound="van der Hoeven 2019 Lemma 1: Laplace(2/tau_j) per coordinate, |g_j| <= 1 "
-                                     "(spec/private-oco-learners.md §6)")
+                                     "(docs/derivations.md#oco-6)")
 
     def _potential(self, n: int) -> ConjugatePriorPotential:
         return ConjugatePriorPotential(n, self.lipschitz, self.prior, self.max_log_wealth)

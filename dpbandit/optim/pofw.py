@@ -117,12 +117,18 @@ class DPPOFWBatch:
         n, d = self.n_learners, self.dim
         self.t = 0
         self._scores = np.zeros((n, 2 * d))  # [-S, S]: score/(r/(t+1)) of the vertices [+r e_j, -r e_j]
-        self.S = self._scores[:, d:]  # a view
         self.V = np.zeros((n, d))
         self._s_inf = np.zeros(n)  # max_j |S_ij|: the exact envelope of the sampler
         self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
+
+    @property
+    def S(self) -> np.ndarray:
+        """(n, d) sum of the gradients: a view of the right half of the scores, taken afresh on each access so that
+        no attribute of the state is a view of another (a pickled or deep-copied learner would otherwise hold two
+        independent arrays and score half its vertices with stale values)."""
+        return self._scores[:, self.dim:]
 
     @property
     def horizon(self) -> int:
@@ -172,8 +178,10 @@ class DPPOFWBatch:
         x = np.asarray(x, dtype=float)
         if x.shape != (self.dim,):
             raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
-        x, x_inf = self._check_features(x, np.abs(x).max(keepdims=True))
-        x_inf = float(x_inf[0])
+        x_inf = float(np.abs(x).max())
+        if not x_inf <= self.feature_bound:  # NaN, inf or over the bound: the checks (and clip) of update()
+            x, x_inf = self._check_features(x, np.array([x_inf]))
+            x_inf = float(x_inf[0])
         y = float(y)
         if not math.isfinite(y):
             raise ValueError(f"y must be finite, got {y!r}")
@@ -186,8 +194,8 @@ class DPPOFWBatch:
             prev = min(max(float(self.loss.dphi(z_prev, y)), -limit), limit)
             row = self.S[index]
             row += ((t + 1.0) * now - t * prev) * x
-            self._scores[index, : self.dim] = -row
-            self._s_inf[index] = np.abs(row).max()
+            np.negative(row, out=self._scores[index, : self.dim])
+            self._s_inf[index] = max(-row.min(), row.max())
         self._select_and_move(t)
 
     def _check_features(self, X: np.ndarray, x_inf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -198,7 +206,7 @@ class DPPOFWBatch:
         if worst > self.feature_bound * (1.0 + _FEATURE_RTOL):
             raise ValueError(
                 f"a feature vector has ||x||_inf = {worst:.6g} > feature_bound = {self.feature_bound:g}: the "
-                "privacy calibration (L1 = loss smoothness at this bound, spec/errata.md E3) assumes the bound"
+                "privacy calibration (L1 = loss smoothness at this bound, E3, docs/derivations.md#e3) assumes the bound"
             )
         if worst > self.feature_bound:  # within the floating-point slack: clip onto the bound
             X = np.clip(X, -self.feature_bound, self.feature_bound)
@@ -276,7 +284,7 @@ class DPPOFWBatch:
         d2 = 2 * self.dim
         while rows.size:
             k = self.rng.integers(0, d2, size=(rows.size, _REJECTION_BATCH))
-            logw = a * self._scores[rows[:, None], k]
+            logw = a * np.take(self._scores, k + d2 * rows[:, None])  # flat take: cheaper than a 2-D fancy index
             accept = self.rng.random(k.shape) < np.exp(logw - envelope[rows, None])
             hit = accept.any(axis=1)
             first = accept.argmax(axis=1)
@@ -299,9 +307,10 @@ class DPPOFWBatch:
         cal = self.calibration
         return (
             f"features ||x||_inf <= {self.feature_bound:g}; per-sample gradients clipped to ||g||_inf <= "
-            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (spec/errata.md E3); l1 radius "
+            f"L0 = {cal.lipschitz:.6g}; {self.loss!r}: L1 = {cal.smoothness:.6g} (E3, docs/derivations.md#e3); l1 "
+            f"radius "
             f"r = {cal.radius:g}, D = 2r; score sensitivity Delta_t = 2r(L0 + L1 D)/(t+1) "
-            "(spec/han-frank-wolfe.md §5)"
+            "(docs/derivations.md#hfw-5)"
         )
 
     def privacy_report(self):

@@ -130,6 +130,6 @@ class POFWCalibration:
 
     @property
     def bound(self) -> str:
-        item = ("spec/errata.md E4 item 4: eps_t-bounded range => eps_t^2/8-zCDP" if self.form == "gumbel"
-                else "spec/errata.md E4 item 3: eps_t-DP => eps_t^2/2-zCDP")
+        item = ("E4 item 4 (docs/derivations.md#e4): eps_t-bounded range => eps_t^2/8-zCDP" if self.form == "gumbel"
+                else "E4 item 3 (docs/derivations.md#e4): eps_t-DP => eps_t^2/2-zCDP")
         return f"{item}; sum over t = rho* (adaptive composition)"

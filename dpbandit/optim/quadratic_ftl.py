@@ -251,7 +251,7 @@ class PQFTL(ConstrainedLearner):
     @property
     def sensitivity_assumption(self) -> str:
         return (f"samples clipped to ||x||_2 <= {self.x_bound:g}, |y| <= {self.y_bound:g}; replace-one: "
-                f"||x x^T - x' x'^T||_F <= {self.sensitivity_v:.6g} (spec/errata.md E5), "
+                f"||x x^T - x' x'^T||_F <= {self.sensitivity_v:.6g} (E5, docs/derivations.md#e5), "
                 f"||y x - y' x'||_2 <= {self.sensitivity_u:.6g}")
 
     def privacy_report(self) -> PrivacyReport:

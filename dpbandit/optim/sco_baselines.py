@@ -130,7 +130,7 @@ class NoisySFW(_BatchLearner):
                              f"got {horizon}")
         if self.published:
             warnings.warn(f"NoisySFW in the {PUBLISHED_CODE_SETTING!r}: L1 = 1 and the published GG sampler "
-                          "(spec/han-frank-wolfe.md §9 D1-D3); NOT differentially private",
+                          "(defects D1-D3, docs/derivations.md#hfw-9); NOT differentially private",
                           PublishedSettingWarning, stacklevel=2)
         super().__init__(dim, horizon, p=p, radius=radius, epsilon=epsilon, delta=delta, lipschitz=lipschitz,
                          feature_bound=feature_bound, loss=loss, lr_scale=lr_scale, calibration=calibration, rng=rng)
@@ -178,7 +178,7 @@ class NoisySFW(_BatchLearner):
                 rho = max((cal.noise.r - 1.0) * cal.ledger_sensitivity**2 / (2.0 * cal.noise.sigma**2)
                           for cal in self._cals)
                 self.ledger.add_zcdp(rho, 1, mechanism=f"NoisySFW release (disjoint batches), {c.noise.name}",
-                                     bound="spec/errata.md E1 Correction 2; parallel composition over batches")
+                                     bound="E1 Correction 2 (docs/derivations.md#e1); parallel composition over batches")
 
     def update(self, x: np.ndarray, y: float) -> None:
         x, y = self._accept(x, y)
@@ -212,7 +212,7 @@ class NoisySFW(_BatchLearner):
             sensitivity_assumption=(f"gradients clipped to ||g||_q <= L0={self.lipschitz:g}, features to ||x||_q <= "
                                     f"{self.feature_bound:g}; L1={self.smoothness:g} (E3); sensitivities "
                                     f"{self.sensitivities[0]:.4g} (B_0) and {self.sensitivities[1]:.4g} (batches)"),
-            note=f"calibration {self.calibration} (spec/han-frank-wolfe.md §7.1; errata E1)")
+            note=f"calibration {self.calibration} (docs/derivations.md#hfw-7; errata E1)")
 
 
 class NoisySGD(_BatchLearner):

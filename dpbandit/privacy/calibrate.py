@@ -247,7 +247,7 @@ def gg_sigma_paper(epsilon: float, delta: float, sensitivity: float, kappa: floa
     kappa = _check_kappa(kappa)
     if epsilon > 1.0:
         raise ValueError(
-            f"epsilon must be <= 1 for the paper's generalized-Gaussian calibration (spec/errata.md E1), "
+            f"epsilon must be <= 1 for the paper's generalized-Gaussian calibration (E1, docs/derivations.md#e1), "
             f"got {epsilon!r}; use gg_sigma_zcdp (valid for every epsilon)"
         )
     return math.sqrt(2.0 * kappa * math.log(1.0 / delta)) * sensitivity / epsilon

@@ -92,6 +92,11 @@ class Noise(abc.ABC):
     def describe(self) -> dict:
         """JSON-able description (``name`` plus the scale parameters) for privacy reports."""
 
+    def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        """:meth:`sample` for callers that validated ``rng`` and ``shape`` once (the trees, per node); the same
+        law and the same draws. Laws override it to skip the per-call checks."""
+        return self.sample(rng, shape)
+
 
 @dataclass(frozen=True)
 class GaussianNoise(Noise):
@@ -113,6 +118,9 @@ class GaussianNoise(Noise):
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         check_generator(rng)
         shape = _check_shape(shape)
+        return self.sigma * rng.standard_normal(shape)
+
+    def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
         return self.sigma * rng.standard_normal(shape)
 
     def describe(self) -> dict:

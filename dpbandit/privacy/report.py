@@ -39,6 +39,7 @@ __all__ = [
     "UnsupportedEventError",
     "PrivacyEvent",
     "PrivacyReport",
+    "is_private",
 ]
 
 #: Guarantee types; "none" is the only honest label for a run without a finite guarantee.
@@ -53,7 +54,7 @@ DEFAULT_UNIT = "one user = one round's context and reward"
 #: ``spec/dp-testing-and-accounting.md`` §6: what the floating-point samplers are and are not.
 SAMPLER_NOTE = (
     "floating-point samplers (numpy Generator, float64): a simulator of the privacy-utility trade-off, "
-    "not an FP-safe DP implementation (spec/dp-testing-and-accounting.md §6)"
+    "not an FP-safe DP implementation (docs/derivations.md#acc-6)"
 )
 
 
@@ -166,24 +167,24 @@ class PrivacyEvent:
         if isinstance(noise, SymmetricGaussianNoise):  # a change D has Mahalanobis norm ||D||_F/(sqrt 2 sigma)
             return cls("gaussian", math.sqrt(2.0) * noise.sigma / sensitivity,
                        mechanism=f"{name}, symmetric Gaussian", scale=noise.sigma,
-                       bound="spec/errata.md E5: z = sqrt(2) sigma / Delta_F per node", **common)
+                       bound="E5, docs/derivations.md#e5: z = sqrt(2) sigma / Delta_F per node", **common)
         if isinstance(noise, GaussianNoise) or (isinstance(noise, GeneralizedGaussianNoise) and noise.r == 2.0):
             return cls("gaussian", noise.sigma / sensitivity, mechanism=f"{name}, Gaussian", scale=noise.sigma,
-                       bound="spec/dp-testing-and-accounting.md §1.1: L nodes = one Gaussian, sigma/(Delta sqrt L)",
+                       bound="docs/derivations.md#acc-1: L nodes = one Gaussian, sigma/(Delta sqrt L)",
                        **common)
         if isinstance(noise, GeneralizedGaussianNoise):
             if noise.r < 2.0:
                 raise UnsupportedEventError(f"generalized Gaussian noise with r={noise.r:g} < 2 has no zCDP bound "
-                                            "(l_r^2 is not smooth; spec/errata.md E2)")
+                                            "(l_r^2 is not smooth; E2, docs/derivations.md#e2)")
             return cls("zcdp", (noise.r - 1.0) * sensitivity**2 / (2.0 * noise.sigma**2),
                        mechanism=f"{name}, {noise.name}", scale=noise.sigma,
-                       bound="spec/errata.md E1 Correction 2: rho = (r - 1) Delta_r^2/(2 sigma^2) per node", **common)
+                       bound="E1 Correction 2 (docs/derivations.md#e1): rho = (r - 1) Delta_r^2/(2 sigma^2) per node", **common)
         if isinstance(noise, LaplaceNoise):
             return cls("laplace", noise.scale / sensitivity, mechanism=f"{name}, Laplace", scale=noise.scale,
                        bound="Laplace mechanism: Delta_1/b-DP per node", **common)
         if isinstance(noise, GammaNormNoise):
             return cls("pure", sensitivity / noise.scale, mechanism=f"{name}, Gamma-norm", scale=noise.scale,
-                       bound="spec/private-oco-learners.md §1: Delta_2/c-DP per node", **common)
+                       bound="docs/derivations.md#oco-1: Delta_2/c-DP per node", **common)
         raise UnsupportedEventError(f"the ledger cannot account tree noise {noise.describe()!r}")
 
     def to_dict(self) -> dict:
@@ -316,6 +317,13 @@ class PrivacyReport:
     def from_json(cls, text: str) -> PrivacyReport:
         return cls.from_dict(json.loads(text))
 
+    @property
+    def is_private(self) -> bool:
+        """True when the report states a guarantee (not "none"): the one source of truth for labelling a run
+        private in job records, tables and figures (an agent class that *can* be private runs with no guarantee at
+        epsilon = inf or in the published-code setting)."""
+        return self.guarantee != "none" and self.calibration_mode == CORRECT
+
     # -- display --------------------------------------------------------------------------------------------------
 
     @property
@@ -359,3 +367,13 @@ class PrivacyReport:
         if self.note:
             lines.append(f"  note             : {self.note}")
         return "\n".join(lines)
+
+
+def is_private(report: PrivacyReport | None) -> bool:
+    """Whether a run with privacy report ``report`` (None for non-private agents) is private:
+    :attr:`PrivacyReport.is_private`, False for None."""
+    if report is None:
+        return False
+    if not isinstance(report, PrivacyReport):
+        raise TypeError(f"report must be a PrivacyReport or None, got {type(report).__name__}")
+    return report.is_private

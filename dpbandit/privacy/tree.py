@@ -15,6 +15,7 @@ earlier releases (adaptive continual release, ``spec/private-oco-learners.md`` Â
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 from typing import Any
@@ -95,7 +96,8 @@ def check_item(value: Any, shape: tuple[int, ...]) -> np.ndarray:
         raise TypeError(f"value must be an array of real numbers of shape {shape}, got {value!r}") from None
     if v.shape != shape:
         raise ValueError(f"value must have shape {shape}, got {v.shape}")
-    if not np.isfinite(v).all():
+    # a finite sum means every entry is finite (NaN and inf propagate); only then is the full check needed
+    if not math.isfinite(v.sum()) and not np.isfinite(v).all():
         raise ValueError("value must be finite (no NaN or inf)")
     return v
 
@@ -246,16 +248,19 @@ class TreeAggregator:
     def _add_vanilla(self, v: np.ndarray, i: int) -> None:
         alpha, suffix = self._alpha, self._suffix
         node = alpha[i]
-        np.sum(alpha[:i], axis=0, out=node)  # the i children on the path merge into the new node
-        node += v
+        if i:  # the i children on the path merge into the new node (ufunc reduce: no np.sum wrapper per item)
+            np.add.reduce(alpha[:i], axis=0, out=node)
+            node += v
+        else:
+            node[...] = v
         np.add(node, suffix[i + 1], out=suffix[i])
         if self._noise is not None:
-            suffix[i] += self._noise.sample(self._rng, self._shape)
+            suffix[i] += self._noise.draw(self._rng, self._shape)
         suffix[:i] = suffix[i]  # bits below i are now clear
 
     def _add_honaker(self, v: np.ndarray, i: int) -> None:
         alpha, buffer, suffix = self._alpha, self._buffer, self._suffix
-        z = self._noise.sample(self._rng, (i + 1, *self._shape))  # the leaf and the i right-spine nodes close now
+        z = self._noise.draw(self._rng, (i + 1, *self._shape))  # the leaf and the i right-spine nodes close now
         clean = v.copy()
         b = v + z[0]
         for k in range(i):  # node at level k+1 covering (t - 2^(k+1), t]: left child alpha[k], right child so far

@@ -126,7 +126,7 @@ def test_gram_tree_noise_is_symmetric_with_e5_variances():
     for seed in range(200):
         curator = DPUCBCurator(cal, K, stream(seed, "privacy"))
         curator.observe(obs, 0, 0.3)
-        raw = curator._tree.release()[0]
+        raw = curator.noisy_statistics()[0]
         assert np.array_equal(raw, raw.T)  # exactly symmetric
         # the published release reconstructs the noisy Gram block and response column
         r = curator.release()
@@ -176,7 +176,7 @@ def test_disjoint_zero_items_and_shared_clock():
     noisy = DPUCB(c, epsilon=1.0)
     before = noisy._release.cholesky.copy()
     noisy.update(obs, 2, 1.0, {})
-    assert noisy.curator._tree.t == 1 and noisy.curator._tree.shape[0] == 3  # one clock, one block per arm
+    assert noisy.curator._tree.t == 1 and noisy.curator.noisy_statistics().shape == (3, 4, 4)  # one clock, 3 blocks
     assert np.all(np.any(noisy._release.cholesky != before, axis=(1, 2)))  # every tree released fresh noise
 
 

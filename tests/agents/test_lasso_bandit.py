@@ -271,7 +271,8 @@ def test_default_hyperparameters_follow_the_constants():
                      context_norm="linf", theta_norm="linf", theta_bound=0.5, sparsity=4)
     s_x = 1.0 / math.sqrt(2 * math.log(32))  # typical coordinate of a vector scaled to ||x||_inf = 1
     s_y = s_x * 0.5 * math.sqrt(4)  # ||theta||_2 <= sqrt(s) ||theta||_inf
-    assert default_hyperparameters(bern) == pytest.approx({"h": 5 * s_y, "lambda1": s_x, "lambda2_0": s_x})
+    # h in expected-reward units: the logistic link's slope is at most 1/4 (issue 12: margins from the reward range)
+    assert default_hyperparameters(bern) == pytest.approx({"h": 5 * 0.25 * s_y, "lambda1": s_x, "lambda2_0": s_x})
     # noise-free identity link: the paper's 0.05 in problem units
     clean = constants(K=2, d=25, noise_std=0.0)
     assert default_hyperparameters(clean)["lambda1"] == pytest.approx(0.05 * 0.2 * 0.2)

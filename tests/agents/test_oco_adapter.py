@@ -31,11 +31,12 @@ def test_registered_as_oco():
                                              ("pftal", {}), ("pigd", {}), ("wdp-cocop", {"window": 16})])
 def test_runs_in_both_feedback_modes_through_simulate(learner, params, feedback):
     e = env()
-    agent = make_agent("oco", e, learner=learner, feedback=feedback, exploration=0.05, learner_params=params)
+    own = {"epsilon": None} if "tau" in params else {}
+    agent = make_agent("oco", e, learner=learner, feedback=feedback, exploration=0.05, learner_params=params, **own)
     frame = simulate(e, agent, seed=3)
     assert len(frame) == ENV["horizon"] and np.all(np.isfinite(frame["cumulative_regret"]))
     again = simulate(e, make_agent("oco", e, learner=learner, feedback=feedback, exploration=0.05,
-                                   learner_params=params), seed=3)
+                                   learner_params=params, **own), seed=3)
     np.testing.assert_array_equal(frame.to_numpy(), again.to_numpy())  # same seed, same run
 
 
@@ -43,7 +44,8 @@ def test_ldp_report_names_guarantee_feedback_and_unit():
     e = env()
     tau = 0.5
     for feedback, copies in (("bandit", 1), ("full", ENV["n_arms"])):
-        agent = make_agent("oco", e, learner="ldp-coordinatewise", feedback=feedback, learner_params={"tau": tau})
+        agent = make_agent("oco", e, learner="ldp-coordinatewise", feedback=feedback, epsilon=None,
+                           learner_params={"tau": tau})
         report = agent.privacy_report()
         assert report.guarantee == "LDP" and report.delta == 0.0
         assert report.epsilon == pytest.approx(copies * tau * ENV["dim"])
@@ -58,7 +60,7 @@ def test_central_learners_route_to_jdp_and_compose_the_affected_learners():
     a replace-one change (tests/optim/test_zero_sample.py), two for POCP (PIGD); full information: K copies."""
     e = env()
     for feedback, copies in (("bandit", 1), ("full", ENV["n_arms"])):
-        agent = make_agent("oco", e, learner="pftal", feedback=feedback, learner_params={"epsilon": 0.5})
+        agent = make_agent("oco", e, learner="pftal", feedback=feedback, epsilon=None, learner_params={"epsilon": 0.5})
         report = agent.privacy_report()
         learner_report = agent.learners[0].privacy_report()
         assert learner_report.guarantee == "DP" and report.guarantee == "JDP"
@@ -67,10 +69,10 @@ def test_central_learners_route_to_jdp_and_compose_the_affected_learners():
         assert "billboard" in report.note and f"{copies} cop" in report.composition
     assert "zero_sample_halves_sensitivity" in make_agent("oco", e, learner="pftal").privacy_report().composition
     for learner, params in (("pqftl", {}), ("wdp-cocop", {"window": 16}), ("wdp-cocol", {"window": 16})):
-        agent = make_agent("oco", e, learner=learner, learner_params={"epsilon": 0.5, **params})
+        agent = make_agent("oco", e, learner=learner, epsilon=None, learner_params={"epsilon": 0.5, **params})
         assert len(agent.privacy_report().events) == len(agent.learners[0].privacy_report().events)
         assert agent.privacy_report().epsilon == pytest.approx(agent.learners[0].privacy_report().epsilon)
-    gaussian = make_agent("oco", e, learner="pigd", learner_params={"epsilon": 0.5, "delta": 1e-5})
+    gaussian = make_agent("oco", e, learner="pigd", epsilon=None, learner_params={"epsilon": 0.5, "delta": 1e-5})
     assert gaussian.privacy_report().guarantee == "JDP" and gaussian.privacy_report().delta == 1e-5
     assert gaussian.privacy_report().epsilon > gaussian.learners[0].privacy_report().epsilon
     assert "at most 2 learners" in gaussian.privacy_report().composition
@@ -85,7 +87,7 @@ def test_window_learners_report_window_jdp_never_jdp():
 
 
 def test_noise_off_is_not_private():
-    agent = make_agent("oco", env(), learner="ldp-coordinatewise", learner_params={"tau": INF})
+    agent = make_agent("oco", env(), learner="ldp-coordinatewise", epsilon=None, learner_params={"tau": INF})
     report = agent.privacy_report()
     assert report.guarantee == "none" and report.epsilon == INF and not agent.private
     assert "bandit feedback" in report.mechanisms[0]
@@ -101,7 +103,7 @@ def test_full_information_needs_rewards_of_every_arm():
 
 def test_bandit_feedback_feeds_zero_samples_to_the_arms_not_played():
     e = env()
-    agent = make_agent("oco", e, learner="ldp-coordinatewise", learner_params={"tau": INF})
+    agent = make_agent("oco", e, learner="ldp-coordinatewise", epsilon=None, learner_params={"tau": INF})
     obs, _ = e.reset(seed=0)
     agent.reset(0)
     _, reward, _, _, info = e.step(1)
@@ -110,7 +112,8 @@ def test_bandit_feedback_feeds_zero_samples_to_the_arms_not_played():
     assert np.any(thetas[1] != 0.0)
     assert np.all(thetas[[0, 2]] == 0.0)  # a zero gradient leaves a parameter-free learner at 0
     assert all(learner.t == 1 for learner in agent.learners)  # one shared clock
-    full = make_agent("oco", e, learner="ldp-coordinatewise", feedback="full", learner_params={"tau": INF})
+    full = make_agent("oco", e, learner="ldp-coordinatewise", feedback="full", epsilon=None,
+                      learner_params={"tau": INF})
     full.reset(0)
     full.update(obs, 1, reward, info)
     assert np.all(np.any(full._release.thetas != 0.0, axis=1))  # every arm learned from its own reward
@@ -129,8 +132,9 @@ def test_action_rule_is_greedy_or_epsilon_greedy_on_the_release():
 
 def test_conformance_checks_pass():
     e = env(horizon=60)
-    check_agent(make_agent("oco", e, learner="ldp-coordinatewise", learner_params={"tau": INF}), e)
-    check_private_agent(make_agent("oco", e, learner="ldp-coordinatewise", learner_params={"tau": 1.0}), e)
+    check_agent(make_agent("oco", e, learner="ldp-coordinatewise", epsilon=None, learner_params={"tau": INF}), e)
+    check_private_agent(make_agent("oco", e, learner="ldp-coordinatewise", epsilon=None,
+                                   learner_params={"tau": 1.0}), e)
     check_private_agent(make_agent("oco", e, learner="pftal", exploration=0.1), e)
 
 
@@ -156,7 +160,7 @@ def test_environment_bounds_are_passed_to_the_learners():
     (dict(exploration=1.5), ValueError, "exploration"),
     (dict(learner_params=[("tau", 1.0)]), TypeError, "learner_params"),
     (dict(learner_params={"rng": None}), TypeError, "must not set"),
-    (dict(learner_params={"tau": -1.0}), ValueError, "tau"),
+    (dict(epsilon=None, learner_params={"tau": -1.0}), ValueError, "tau"),
     (dict(learner_params={"eta": 1.0}), TypeError, "unknown hyperparameter 'eta'"),
     (dict(learner="pftal", mu=0.0), ValueError, "mu"),
     (dict(learner_params={"mu": 0.1}), TypeError, "use mu="),
@@ -171,7 +175,33 @@ def test_bad_hyperparameters_fail_at_construction(params, exc, text):
 def test_runs_as_an_experiment_agent():
     config = ExperimentConfig(
         env_id="dpbandit/SharedLinear-v0", env_kwargs={**ENV, "full_information": True}, seeds=(0, 1), checkpoints=10,
-        agents=[AgentSpec("oco", "LDP bandit", {"learner": "ldp-coordinatewise", "learner_params": {"tau": 1.0}}),
+        agents=[AgentSpec("oco", "LDP bandit", {"learner": "ldp-coordinatewise", "epsilon": 2.0}),
                 AgentSpec("oco", "PFTAL full", {"learner": "pftal", "feedback": "full", "mu": 0.05})])
     result = run_experiment(config, out=False, progress=False)
     assert set(result.summary["agent"]) == {"LDP bandit", "PFTAL full"}
+
+
+@pytest.mark.parametrize("learner, params, feedback", [
+    ("ldp-coordinatewise", {}, "bandit"), ("ldp-coordinatewise", {}, "full"), ("ldp-reduction", {}, "bandit"),
+    ("pftal", {}, "bandit"), ("pftal", {}, "full"), ("pqftl", {}, "bandit"), ("pigd", {}, "bandit"),
+    ("pgiga", {}, "full"), ("dp-pofw", {}, "bandit"), ("wdp-cocop", {"window": 16}, "bandit")])
+def test_default_budget_is_epsilon_one_for_the_agent(learner, params, feedback):
+    """Issue 12 item 5: the agent's composed report states the budget it was given (default epsilon = 1, delta =
+    1/T for Gaussian-noise learners), whatever the learner and the number of learners one user affects."""
+    e = env()
+    for epsilon in (1.0, 0.3):
+        kwargs = {} if epsilon == 1.0 else {"epsilon": epsilon}
+        report = make_agent("oco", e, learner=learner, feedback=feedback, learner_params=params, **kwargs
+                            ).privacy_report()
+        assert report.guarantee in ("JDP", "window-JDP", "LDP")
+        assert report.epsilon == pytest.approx(epsilon, rel=1e-6) and report.epsilon <= epsilon * (1 + 1e-12)
+        assert report.delta in (0.0, 1.0 / ENV["horizon"])
+
+
+def test_default_ldp_budget_spreads_epsilon_over_coordinates():
+    agent = make_agent("oco", env())
+    assert agent.epsilon == 1.0
+    np.testing.assert_allclose(agent.learners[0].tau, 1.0 / ENV["dim"])
+    assert agent.privacy_report().label == "LDP (ε=1, δ=0)"
+    off = make_agent("oco", env(), epsilon=INF)
+    assert off.privacy_report().guarantee == "none" and not off.private

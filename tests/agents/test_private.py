@@ -241,7 +241,7 @@ def test_dp_hdb_dp_ucb_and_the_oco_adapter_share_the_rule_and_state_it(reward):
     c = gaussian_constants(reward=reward)
     clip = reward_clip_range(c)
     hdb, ucb = DPHDB(c, epsilon=1.0), DPUCB(c, epsilon=1.0)
-    oco = OCOAgent(c, learner="pftal", learner_params={"epsilon": 1.0})
+    oco = OCOAgent(c, learner="pftal", epsilon=None, learner_params={"epsilon": 1.0})
     assert hdb.reward_range == (clip.low, clip.high) and ucb.cal.clip == clip and ucb.cal.B == clip.bound
     assert oco.known_constants()["y_bound"] == clip.bound
     for agent in (hdb, ucb, oco):
@@ -249,5 +249,5 @@ def test_dp_hdb_dp_ucb_and_the_oco_adapter_share_the_rule_and_state_it(reward):
     # each agent keeps its own override parameter
     assert DPHDB(c, epsilon=1.0, reward_bound=0.3).reward_range == (-0.3, 0.3)
     assert DPUCB(c, epsilon=1.0, reward_clip=0.3).cal.B == 0.3
-    own = OCOAgent(c, learner="pftal", learner_params={"epsilon": 1.0, "y_bound": 0.3})
+    own = OCOAgent(c, learner="pftal", epsilon=None, learner_params={"epsilon": 1.0, "y_bound": 0.3})
     assert "reward clip" not in own.privacy_report().sensitivity_assumption

@@ -16,6 +16,7 @@ from dpbandit.experiment.frontier import (
     HORIZONS,
     RESULT_COLUMNS,
     FrontierConfig,
+    beating_lines,
     first_epsilon_beating,
     frontier_table,
     main,
@@ -87,10 +88,11 @@ def test_bad_agent_hyperparameters_fail_before_any_job(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def _synthetic_results():
+def _synthetic_results(extra=None, seeds=2):
     rows = []
     finals = {("dp_ucb", 1.0): [92, 88], ("dp_ucb", 4.0): [41, 39], ("dp_ucb", math.inf): [11, 9],
-              ("random", math.inf): [101, 99], ("linucb", math.inf): [6, 4]}
+              ("random", math.inf): [101, 99], ("linucb", math.inf): [6, 4], **(extra or {})}
+    finals = {k: (v * 3)[:seeds] for k, v in finals.items()}  # seeds > 2: the pattern repeated
     for (agent, eps), values in finals.items():
         role = "private" if agent == "dp_ucb" else "reference"
         for seed, v in enumerate(values):
@@ -107,13 +109,40 @@ def test_frontier_table_and_first_epsilon_beating_random():
     assert row["final_regret_mean"] == 40.0 and row["seeds"] == 2
     assert row["final_regret_ci95"] == pytest.approx(12.7062 * 1.0, rel=1e-4)  # t_{0.975,1} * sd/sqrt(2), sd = sqrt 2
     assert set(table["role"]) == {"private", "reference"} and len(table) == 5
-    beats = first_epsilon_beating(table)
-    assert beats.to_dict("records") == [{"agent": "dp_ucb", "horizon": 100, "factor": 2.0, "epsilon": 4.0,
-                                         "ratio_at_epsilon": 2.5, "random_regret": 100.0}]
-    never = first_epsilon_beating(table, factor=20.0).iloc[0]
+    results = _synthetic_results(seeds=6)
+    beats = first_epsilon_beating(results)
+    (row,) = beats.to_dict("records")
+    assert {k: row[k] for k in ("agent", "horizon", "factor", "epsilon", "ratio_at_epsilon", "seeds",
+                                "random_regret")} == {"agent": "dp_ucb", "horizon": 100, "factor": 2.0,
+                                                      "epsilon": 4.0, "ratio_at_epsilon": 2.5, "seeds": 6,
+                                                      "random_regret": 100.0}
+    assert 101 / 41 <= row["ratio_low"] < 2.5 < row["ratio_high"] <= 99 / 39
+    assert row["point_epsilon"] == 4.0
+    off_only = first_epsilon_beating(results, factor=5.0).iloc[0]  # only noise off (ratio 10) reaches 5x
+    assert math.isnan(off_only["epsilon"]) and math.isnan(off_only["point_epsilon"])
+    two = first_epsilon_beating(_synthetic_results()).iloc[0]  # 2 seeds: too few for a bootstrap claim
+    assert math.isnan(two["epsilon"]) and two["point_epsilon"] == 4.0 and two["seeds"] == 2
+    (line,) = beating_lines(first_epsilon_beating(_synthetic_results()), _synthetic_results())
+    assert "undetermined: 2 seeds" in line and "(2.5, 2 seeds: no interval)" in line
+    never = first_epsilon_beating(results, factor=20.0).iloc[0]
     assert math.isnan(never["epsilon"]) and math.isnan(never["ratio_at_epsilon"])
     with pytest.raises(ValueError, match="reference agent 'greedy'"):
-        first_epsilon_beating(table, reference="greedy")
+        first_epsilon_beating(results, reference="greedy")
+    with pytest.raises(ValueError, match="per-seed results"):
+        first_epsilon_beating(table)
+
+
+def test_first_epsilon_beating_uses_the_lower_bound_of_the_ratio_interval():
+    """Issue 12: the mean ratio reaching 2x is not enough; its paired-bootstrap interval must exclude less."""
+    results = _synthetic_results({("dp_ucb", 2.0): [30, 70]}, seeds=6)  # mean ratio 100/50 = 2; 101/30, 99/70
+    row = first_epsilon_beating(results).iloc[0]
+    assert row["point_epsilon"] == 2.0 and row["epsilon"] == 4.0
+    (line,) = beating_lines(first_epsilon_beating(results), results)
+    assert line.startswith("dp_ucb at T = 100: first beats uniform random by 2x at epsilon = 4: ratio random/agent "
+                           f"2.5 [{row['ratio_low']:.3g}, {row['ratio_high']:.3g}] (95% paired bootstrap over 6 "
+                           "seeds; lower bound >= 2)")
+    assert "the mean ratio reaches 2x at epsilon = 2 (2 [1." in line and "n=6)), but its interval" in line
+    assert "does not exclude less" in line
 
 
 def test_plot_frontier_writes_a_figure(tmp_path):

@@ -22,6 +22,12 @@ from dpbandit.experiment.reproduce.table_5_1 import (
     summarise,
     to_markdown,
 )
+from dpbandit.experiment.reproduce.table_5_1_published import (
+    candidate_zero_risk,
+    derive_instances,
+    implied_zero_risk,
+)
+from dpbandit.experiment.stats import ratio_to_published
 from dpbandit.optim.frank_wolfe import PublishedSettingWarning
 from dpbandit.privacy.report import PUBLISHED_CODE_SETTING
 
@@ -38,7 +44,7 @@ def test_published_table_transcribed_from_the_spec():
 
 
 def test_quick_config_is_small():
-    assert QUICK.horizons == (1000,) and QUICK.dims == (5,) and QUICK.seeds == 3 and QUICK.sgd_max_horizon == 0
+    assert QUICK.horizons == (1000,) and QUICK.dims == (5, 20) and QUICK.seeds == 3 and QUICK.sgd_max_horizon == 0
     assert Table51Config().horizons == (1000, 2000, 5000, 10000) and Table51Config().seeds == 10
 
 
@@ -50,6 +56,7 @@ def test_quick_config_is_small():
     ({"epsilon": 0.0}, "epsilon must be"),
     ({"calibration": "loose"}, "calibration must be one of"),
     ({"name": "a/b"}, "name must be"),
+    ({"theta": "three ones"}, "theta must be one of"),
 ])
 def test_config_validation(changes, match):
     with pytest.raises(ValueError, match=match):
@@ -87,7 +94,9 @@ def test_table_has_three_columns_per_metric(small_run):
             assert f"{metric}_{tag}" in table
     assert (table["risk_published"] == "not published").all()  # T = 32 is not in the paper's grid
     md = (small_run.run_dir / "table.md").read_text()
-    assert "NOT PRIVATE" in md and "spec/han-frank-wolfe.md §8.1" in md and md.count("\n| 32 |") == 4
+    assert "NOT PRIVATE" in md and "docs/derivations.md#table-51" in md and md.count("\n| 32 |") == 4
+    assert "spec/" not in md
+    assert (table["reproduced"] == "not published").all()
 
 
 def test_run_directory(small_run):
@@ -149,3 +158,56 @@ def test_refuses_a_foreign_run_directory(tmp_path):
     (tmp_path / "t51-small" / "something.txt").write_text("not a reproduction")
     with pytest.raises(ValueError, match="not a table-5.1 reproduction"):
         run_table_5_1(SMALL, out=tmp_path, progress=False)
+
+
+# -- issue 12 item 1: the instance the published numbers imply, and whether each cell is reproduced ---------------
+
+
+def test_zero_vector_risk_implied_by_the_published_rows():
+    # Risk(0) = Risk* + (Risk - Risk*) / SubOpt with Risk* = 0.05^2
+    assert implied_zero_risk((1000, 20, 1.5, "NoisySFW")) == pytest.approx(0.0025 + (0.0414 - 0.0025) / 1.05)
+    # the candidates: at d = 20, p = 1.5 all ones give E[(x^T theta*)^2] + 0.0025 ~ 0.041, five ones ~ 0.063
+    assert candidate_zero_risk(20, 1.5, 20) == pytest.approx(0.0407, rel=0.03)
+    assert candidate_zero_risk(20, 1.5, 5) == pytest.approx(0.0634, rel=0.03)
+
+
+def test_instance_derived_per_dimension_is_all_ones_at_d_10_and_20():
+    instances = derive_instances((5, 10, 20, 7))
+    assert instances[5].sparsity == 5 and instances[5].rows == 15
+    for d in (10, 20):
+        inst = instances[d]
+        assert inst.name == "all ones" and inst.sparsity == d and inst.rows == 16
+        assert inst.votes == {"five ones": 2, "all ones": 14}
+        assert {(k[0], k[3]) for k in inst.dissent} == {(1000, "NoisySGD"), (2000, "NoisySGD")}
+        assert "all ones" in inst.describe() and "dissenting rows" in inst.describe()
+    assert instances[10].within_5pct + instances[20].within_5pct == 27  # issue 12: 27 of 32 within 5 %
+    assert instances[7].rows == 0 and instances[7].sparsity == 5 and "no published rows" in instances[7].describe()
+    config = Table51Config(dims=(20,), theta="five ones")
+    assert config.instances()[20].sparsity == 5 and Table51Config(dims=(20,)).instances()[20].sparsity == 20
+
+
+def test_ratio_published_over_rerun_with_interval():
+    rows = []
+    for seed, risk in enumerate([0.0030, 0.0040, 0.0035, 0.0037]):
+        for column in ("published", "correct"):
+            rows.append(dict(T=1000, d=5, p=1.5, algo="OFW", column=column, seed=seed, lr_scale=0.4, risk=risk,
+                             subopt=risk, seconds=1.0))
+    row = summarise(pd.DataFrame(rows)).iloc[0]
+    assert row["ratio_published_rerun"] == pytest.approx(0.00536 / 0.00355)
+    assert row["ratio_low"] > 1.0 and row["reproduced"] == "not reproduced: published higher"
+    interval = ratio_to_published(0.00536, 0.00155, 10, [0.0030, 0.0040, 0.0035, 0.0037])
+    assert (interval.low, interval.high) == (row["ratio_low"], row["ratio_high"])
+    consistent = ratio_to_published(0.00536, 0.00155, 10, [0.004, 0.007, 0.005])
+    assert consistent.low < 1.0 < consistent.high
+
+
+def test_ratio_to_published_interval_covers_at_its_level():
+    """The interval of published/ours covers the true ratio 1 in about 95 % of simulated reruns."""
+    rng = np.random.default_rng(7)
+    hits = 0
+    for k in range(300):
+        published = rng.normal(1.0, 0.2, size=10)
+        ours = rng.normal(1.0, 0.2, size=10)
+        hits += ratio_to_published(published.mean(), published.std(ddof=1), 10, ours, n_boot=2000, seed=k).excludes(
+            1.0) is False
+    assert 0.88 <= hits / 300 <= 0.99

@@ -1,7 +1,8 @@
 """``dpbandit reproduce figure-5.1``: the bandit experiment of Han et al.'s Figure 5.1, correctly calibrated, with
 references, in one environment per K.
 
-The paper's configuration (``spec/han-frank-wolfe.md`` §8.2): T = 10^4, d = 50, epsilon = 1, delta = 1/T, 5-sparse
+The paper's configuration (``docs/derivations.md#figure-51``; ``spec/han-frank-wolfe.md`` §8.2): T = 10^4,
+d = 50, epsilon = 1, delta = 1/T, 5-sparse
 theta_a with entries 1/5, linear rewards with N(0, 0.05^2) noise, 5 seeds; K = 2 (the figure) and K = 5 (the
 committed default). The published figure compares DP-HDB and DP-UCB in *differently normalised* environments and
 both curves sit at random-play level (§9.1 D7); its values (DP-UCB ~ 940, DP-HDB ~ 62 at t = 10^4) are published,
@@ -24,9 +25,10 @@ One :class:`~dpbandit.experiment.config.ExperimentConfig` (two environments) is 
                             paired difference (random - agent) with its 95% CI, whether it beats random play
         summary.txt         the printed summary
 
-**Beating random play** is decided per seed pair (same seed = same users): an agent beats random play when the
-Student-t 95% confidence interval of the paired difference of final regrets (random - agent) lies above 0; the
-ratio reported is mean random regret / mean agent regret (> 1 is better than random). With one seed no verdict is
+**Beating random play** is decided per seed pair (same seed = same users) by :mod:`dpbandit.experiment.stats`: an
+agent beats random play only when the Student-t 95% interval of the paired difference of final regrets (random -
+agent) lies above 0, otherwise it is "not distinguishable (n seeds)"; the ratio reported is mean random regret /
+mean agent regret (> 1 is better than random) with a paired-bootstrap 95% interval. With one seed no verdict is
 given.
 
 ``--quick`` (CI): T = 2000, 2 seeds, a few seconds of work per agent.
@@ -51,10 +53,12 @@ from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import mean_ci, write_atomic
 from dpbandit.experiment.runner import RunResult, run_experiment
+from dpbandit.experiment.stats import BOOTSTRAP_MIN_SEEDS, Interval, paired_difference, ratio_interval, verdict
+from dpbandit.privacy.report import is_private
 from dpbandit.validation import check_epsilon, check_int
 
 __all__ = ["PAPER", "QUICK", "ENV_IDS", "figure_config", "compare_to_random", "format_summary", "reproduce",
-           "Figure51Result", "add_arguments", "run_cli", "main"]
+           "Figure51Result", "add_arguments", "run_cli", "main", "private_labels"]
 
 #: The paper's configuration (spec/han-frank-wolfe.md §8.2).
 PAPER: dict[str, Any] = dict(horizon=10_000, seeds=5, epsilon=1.0, arms=(2, 5), checkpoints=100)
@@ -63,6 +67,12 @@ QUICK: dict[str, Any] = dict(horizon=2_000, seeds=2, epsilon=1.0, arms=(2, 5), c
 #: One environment per K (the same normalisation for every agent).
 ENV_IDS: dict[int, str] = {2: "dpbandit/HanFigure51-K2-v0", 5: "dpbandit/HanFigure51-K5-v0"}
 RANDOM_LABEL = "uniform random"
+#: The command's description (whole sentences; the setup is explained in docs/derivations.md#figure-51).
+DESCRIPTION = ("The bandit experiment of Han et al.'s Figure 5.1, correctly calibrated, with uniform random play and "
+               "non-private references, every agent of a K in one environment (same users); see "
+               "docs/derivations.md#figure-51.")
+#: Where the published setting and its defects are explained (user-facing outputs cite docs/, not the specs).
+DOCS_PAGE = "docs/derivations.md#figure-51"
 #: (registry name, label) of the agents, private first; the labels of private agents get their guarantee added.
 AGENTS_51: tuple[tuple[str, str], ...] = (
     ("dp_hdb", "DP-HDB"),
@@ -119,8 +129,8 @@ def figure_config(
         if AGENTS[n].private:
             params = {"epsilon": epsilon, "delta": delta}
             report = make_agent(n, probe, **params).privacy_report()
-            label = f"{label} ({report.guarantee} ε={_eps_text(report.epsilon)}, δ={delta:.0e})" if math.isfinite(
-                report.epsilon) else f"{label} (noise off, no guarantee)"
+            label = (f"{label} ({report.guarantee} ε={_eps_text(report.epsilon)}, δ={delta:.0e})"
+                     if is_private(report) else f"{label} (noise off, no guarantee)")
         specs.append(AgentSpec(n, label, params))
     probe.close()
     envs = tuple(EnvSpec(ENV_IDS[k], {"horizon": horizon}, env_label(k)) for k in arms)
@@ -128,13 +138,29 @@ def figure_config(
                             name=name)
 
 
+def private_labels(config: ExperimentConfig) -> dict[str, bool]:
+    """Agent label -> whether that run is private, from each agent's privacy report (its guarantee), never from
+    the agent class: a private class run with epsilon = inf reports guarantee "none" and is listed with the
+    non-private references."""
+    env_spec = config.envs[0]
+    probe = gymnasium.make(env_spec.id, **env_spec.kwargs)
+    try:
+        return {spec.label: is_private(make_agent(spec.type, probe, **spec.params).privacy_report())
+                for spec in config.agents}
+    finally:
+        probe.close()
+
+
 def compare_to_random(results: pd.DataFrame, private: dict[str, bool], level: float = 0.95) -> pd.DataFrame:
-    """Per (env_id, agent) except random play: final regret against uniform random play, paired by seed.
+    """Per (env_id, agent) except random play: final regret against uniform random play, paired by seed
+    (:mod:`dpbandit.experiment.stats`).
 
     ``results`` is a tidy table with the agent :data:`RANDOM_LABEL`; ``private`` maps agent labels to whether the
-    agent is private. Columns: env_id, agent, private, seeds, final_regret_mean, final_regret_ci95,
-    random_regret_mean, random_regret_ci95, ratio (random mean / agent mean), diff_mean, diff_ci95 (paired random -
-    agent), beats_random (True / False; None with fewer than two seeds).
+    run is private. Columns: env_id, agent, private, seeds, final_regret_mean, final_regret_ci95,
+    random_regret_mean, random_regret_ci95, ratio (random mean / agent mean) with ratio_low, ratio_high (paired
+    bootstrap), diff_mean (paired random - agent) with diff_low, diff_high (paired t) and diff_ci95 (half-width),
+    beats_random (True only when the paired interval lies above 0; None with one seed) and verdict (the line of
+    :func:`dpbandit.experiment.stats.verdict`).
     """
     last = results.loc[results.groupby(["env_id", "agent", "seed"])["t"].idxmax()]
     final = last.pivot_table(index=["env_id", "seed"], columns="agent", values="cumulative_regret")
@@ -152,22 +178,30 @@ def compare_to_random(results: pd.DataFrame, private: dict[str, bool], level: fl
             a, r = paired[agent].to_numpy(), paired[RANDOM_LABEL].to_numpy()
             mean, half = mean_ci(a, level)
             r_mean, r_half = mean_ci(rand.dropna().to_numpy(), level)
-            d_mean, d_half = mean_ci(r - a, level)
+            diff = paired_difference(r, a, level=level)
+            usable = a.size >= BOOTSTRAP_MIN_SEEDS and a.mean() > 0 and (a >= 0).all()
+            ratio = (ratio_interval(r, a, level=level) if usable else Interval(
+                r.mean() / a.mean() if a.mean() > 0 else math.inf, math.nan, math.nan, a.size, level,
+                "paired bootstrap"))
             rows.append({
                 "env_id": env_id, "agent": agent, "private": bool(private.get(agent, False)), "seeds": int(a.size),
                 "final_regret_mean": mean, "final_regret_ci95": half, "random_regret_mean": r_mean,
-                "random_regret_ci95": r_half, "ratio": r_mean / mean if mean > 0 else math.inf,
-                "diff_mean": d_mean, "diff_ci95": d_half,
-                "beats_random": None if a.size < 2 else bool(d_mean - d_half > 0),
+                "random_regret_ci95": r_half, "ratio": ratio.estimate, "ratio_low": ratio.low,
+                "ratio_high": ratio.high, "diff_mean": diff.estimate, "diff_low": diff.low, "diff_high": diff.high,
+                "diff_ci95": (diff.high - diff.low) / 2.0 if diff.determined else math.nan,
+                "beats_random": None if not diff.determined else bool(diff.low > 0),
+                "verdict": verdict(agent, RANDOM_LABEL, a, r, level=level, quantity="final regret"),
             })
     return pd.DataFrame(rows)
 
 
 def format_summary(comparison: pd.DataFrame, horizon: int) -> str:
-    """The printed summary: for each private agent and K, whether it beats random play and by what ratio; then
-    the non-private references."""
+    """The printed summary: for each private agent and K, the verdict against random play (paired interval over
+    seeds, :func:`dpbandit.experiment.stats.verdict`) and the ratio with its interval; then the non-private
+    references."""
     lines = [f"Figure 5.1 setting (Han et al.), T = {horizon}: final cumulative regret, mean ± 95% CI across seeds; "
-             "every agent of a K in the same environment, same users."]
+             "every agent of a K in the same environment, same users. An agent beats random play only when the "
+             "95% interval of the paired difference over seeds excludes zero."]
     for env_id, table in comparison.groupby("env_id", sort=False):
         lines.append(f"\n{env_id}")
         for private in (True, False):
@@ -176,17 +210,19 @@ def format_summary(comparison: pd.DataFrame, horizon: int) -> str:
                 continue
             lines.append("  private agents:" if private else "  non-private references:")
             for _, row in rows.iterrows():
-                verdict = {True: "YES", False: "NO", None: "undetermined (one seed)"}[row["beats_random"]]
+                ratio = (f"random/agent = {row['ratio']:.3g}x [{row['ratio_low']:.3g}, {row['ratio_high']:.3g}]"
+                         if math.isfinite(row["ratio_low"]) else
+                         f"random/agent = {row['ratio']:.3g}x (no bootstrap interval with {row['seeds']} seeds; "
+                         f"it needs >= {BOOTSTRAP_MIN_SEEDS})")
                 lines.append(
                     f"    {row['agent']}: {row['final_regret_mean']:.1f} ± {row['final_regret_ci95']:.1f} vs uniform "
-                    f"random {row['random_regret_mean']:.1f} ± {row['random_regret_ci95']:.1f} -> beats random "
-                    f"play: {verdict} (random/agent = {row['ratio']:.2f}x; paired difference "
-                    f"{row['diff_mean']:.1f} ± {row['diff_ci95']:.1f})"
+                    f"random {row['random_regret_mean']:.1f} ± {row['random_regret_ci95']:.1f}\n"
+                    f"      -> {row['verdict']}; {ratio}"
                 )
     lines.append(
         "\nPublished Figure 5.1 values (DP-UCB ~ 940, DP-HDB ~ 62 at t = 1e4) come from differently normalised "
-        "environments and under-calibrated code; both are at random-play level there (spec/han-frank-wolfe.md "
-        "§8.2, §9.1 D7) and are not reproduction targets."
+        f"environments and under-calibrated code; both are at random-play level there ({DOCS_PAGE}) and are not "
+        "reproduction targets."
     )
     return "\n".join(lines)
 
@@ -224,14 +260,14 @@ def reproduce(
     config = figure_config(n_jobs=n_jobs, agents=agents, name="figure-5.1-quick" if quick else "figure-5.1",
                            **settings)
     run = run_experiment(config, out=out, progress=progress, fresh=fresh)
-    private = {spec.label: AGENTS[spec.type].private for spec in config.agents}
+    private = private_labels(config)
     comparison = compare_to_random(run.results, private)
     summary = format_summary(comparison, settings["horizon"])
     figure_path = comparison_path = None
     if run.run_dir is not None:
         title = (f"Figure 5.1 setting, one environment per K: d = 50, T = {settings['horizon']}, "
                  f"ε = {_eps_text(settings['epsilon'])}, δ = 1/T, {len(config.seeds)} seeds")
-        figure_path = plot_regret(run.results, run.run_dir / "figure-5.1.png", title=title)
+        figure_path = plot_regret(run.results, run.run_dir / "figure-5.1.png", title=title, private=private)
         comparison_path = write_atomic(run.run_dir / "comparison.csv", lambda p: comparison.to_csv(p, index=False))
         write_atomic(run.run_dir / "summary.txt", lambda p: p.write_text(summary + "\n"))
     return Figure51Result(run, comparison, summary, figure_path, comparison_path)
@@ -265,7 +301,7 @@ def run_cli(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = add_arguments(argparse.ArgumentParser(
-        prog="dpbandit reproduce figure-5.1", description=__doc__.splitlines()[0]))
+        prog="dpbandit reproduce figure-5.1", description=DESCRIPTION))
     args = parser.parse_args(argv)
     try:
         return run_cli(args)

@@ -1,0 +1,131 @@
+"""``dpbandit plot RUN_DIR``: redraw the figure of any run directory dpbandit writes, or refuse in one line.
+
+The kind of a run directory is read from its files (:func:`run_kind`):
+
+* ``"bandit"`` — ``dpbandit run`` and ``dpbandit reproduce figure-5.1`` (the runner's tidy ``results.csv``): regret
+  curves, one panel per environment; private and non-private series told apart by the privacy reports in the
+  manifest (a report with guarantee "none" is not private), random play and non-private references drawn neutral;
+* ``"frontier"`` — ``dpbandit frontier`` (``results.csv`` with ``epsilon``, ``horizon`` and ``role``): regret curves
+  faceted by (horizon, epsilon), each panel with the private agents at that epsilon and the references of that
+  horizon (never pooling epsilons into one curve), and the frontier figure redrawn from ``frontier.csv``;
+* ``"oco"`` — ``dpbandit oco`` (manifest kind "oco"): OCO regret curves, one panel per stream;
+* ``"table-5.1"`` — refused: that reproduction is a table (``table.md``), it has no figure.
+
+Anything else is refused with a :class:`ValueError` naming the directory (the CLI prints it as one line).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from dpbandit.experiment.results import COLUMNS
+
+__all__ = ["KINDS", "run_kind", "replot"]
+
+#: Run kinds :func:`replot` draws (``"table-5.1"`` is recognised and refused).
+KINDS: tuple[str, ...] = ("bandit", "frontier", "oco")
+
+
+def _manifest(run_dir: Path) -> dict:
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        raise ValueError(f"run directory {str(run_dir)!r} has an unreadable manifest.json") from None
+    return data if isinstance(data, dict) else {}
+
+
+def _columns(run_dir: Path) -> set[str]:
+    table = run_dir / "results.csv"
+    if not table.is_file():
+        return set()
+    try:
+        return set(pd.read_csv(table, nrows=0).columns)
+    except (ValueError, OSError) as exc:  # pandas' EmptyDataError / ParserError are ValueErrors
+        raise ValueError(f"cannot read {str(table)!r}: {exc}") from None
+
+
+def run_kind(run_dir: str | Path) -> str:
+    """The kind of run directory ``run_dir``: one of :data:`KINDS` or ``"table-5.1"``; ``ValueError`` otherwise."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv (it is not a folder); pass a folder printed "
+                         "by a dpbandit command")
+    kind = _manifest(run_dir).get("kind")
+    if kind == "reproduce table-5.1":
+        return "table-5.1"
+    columns = _columns(run_dir)
+    if kind == "oco" or {"stream", "learner", "cumulative_regret"} <= columns:
+        return "oco"
+    if {"epsilon", "horizon", "role"} <= columns and set(COLUMNS) <= columns:
+        return "frontier"
+    if set(COLUMNS) <= columns:
+        return "bandit"
+    if not columns:
+        raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv; pass a folder printed by a dpbandit command")
+    raise ValueError(f"{str(run_dir / 'results.csv')!r} holds no regret curves: this kind of run has no regret plot; "
+                     "its manifest.json lists the files it wrote")
+
+
+def _private_from_manifest(manifest: dict, labels) -> dict[str, bool]:
+    """label -> private, from the manifest's privacy reports ("env / label" -> report or None)."""
+    private = dict.fromkeys(labels, False)
+    for key, report in (manifest.get("privacy") or {}).items():
+        label = key.split(" / ", 1)[-1]
+        if label in private and isinstance(report, dict):
+            private[label] = private[label] or report.get("guarantee", "none") != "none"
+    return private
+
+
+def _frontier_panels(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, bool]]:
+    """The sweep's curves, one panel per (horizon, epsilon) with the references of that horizon in every panel."""
+    frames, private = [], {}
+    for T in sorted(results["horizon"].unique()):
+        at_T = results[results["horizon"] == T]
+        refs = at_T[at_T["role"] == "reference"]
+        for eps in sorted(at_T.loc[at_T["role"] == "private", "epsilon"].unique()):
+            name = f"T = {T:,}, ε = " + ("inf (noise off)" if math.isinf(eps) else f"{eps:g}")
+            agents = at_T[(at_T["role"] == "private") & (at_T["epsilon"] == eps)]
+            frames.append(pd.concat([agents, refs]).assign(panel=name))
+            for agent in agents["agent"].unique():  # the sweep's agents (their noise-off panel says so)
+                private[agent] = True
+    for agent in results.loc[results["role"] == "reference", "agent"].unique():
+        private[agent] = False
+    return pd.concat(frames, ignore_index=True), private
+
+
+def replot(run_dir: str | Path, output: str | Path | None = None, *, title: str | None = None) -> list[Path]:
+    """Redraw the figure(s) of ``run_dir`` (see the module docstring); returns the written paths. ``output``
+    replaces the default path of the regret figure (``RUN_DIR/regret.png``)."""
+    from dpbandit.experiment.frontier_report import plot_frontier
+    from dpbandit.experiment.plots import plot_regret
+
+    run_dir = Path(run_dir)
+    kind = run_kind(run_dir)
+    if kind == "table-5.1":
+        raise ValueError(f"run_dir {str(run_dir)!r} is a table-5.1 reproduction: it is a table "
+                         f"({run_dir / 'table.md'}), there is no figure to draw")
+    target = Path(output) if output is not None else run_dir / "regret.png"
+    results = pd.read_csv(run_dir / "results.csv")
+    manifest = _manifest(run_dir)
+    if kind == "oco":
+        from dpbandit.experiment.oco import OCO_REGRET
+
+        frame = results.rename(columns={"stream": "env_id", "learner": "agent"})
+        return [plot_regret(frame, target, ylabel=OCO_REGRET, title=title or f"{run_dir.name}: OCO regret")]
+    if kind == "bandit":
+        private = _private_from_manifest(manifest, results["agent"].unique())
+        return [plot_regret(results, target, title=title or run_dir.name, private=private)]
+    frame, private = _frontier_panels(results)
+    paths = [plot_regret(frame, target, title=title or f"{run_dir.name}: regret curves per (T, ε)",
+                         private=private, facet="panel")]
+    if (run_dir / "frontier.csv").is_file():
+        paths.append(plot_frontier(pd.read_csv(run_dir / "frontier.csv"), run_dir / "frontier.png",
+                                   title=title or run_dir.name))
+    return paths
