@@ -371,7 +371,7 @@ BAD_INPUT = [
     (dict(sparsity=0), ValueError, r"sparsity must be an integer in \[1, 20\], got 0"),
     (dict(sparsity=21), ValueError, r"sparsity must be an integer in \[1, 20\], got 21"),
     (dict(theta="dense", sparsity=5), ValueError, r"sparsity must be None or dim=20 for dense parameters, got 5"),
-    (dict(theta_values="uniform"), ValueError, r"theta_values must be one of \('equal', 'gaussian'\)"),
+    (dict(theta_values="bogus"), ValueError, r"theta_values must be one of \('equal', 'gaussian', 'uniform'\)"),
     (dict(theta="dense", theta_values="equal"), ValueError, r"theta_values must be None or 'gaussian' for dense"),
     (dict(theta_norm="linf"), ValueError, r"theta_norm must be one of \('l1', 'l2'\), got 'linf'"),
     (dict(theta_bound=0.0), ValueError, r"theta_bound must be a finite number > 0, got 0.0"),
