@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import operator
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -176,3 +177,17 @@ def check_memory(what: str, nbytes: float, hint: str = "") -> None:
             f"machine's {_gigabytes(total)} (the limit for one environment, agent or stream)"
             + (f"; {hint}" if hint else "")
         )
+
+
+def check_action(action: Any, n_arms: int) -> int:
+    """Return a bandit action as an ``int`` in ``[0, n_arms)``; ``ValueError`` naming the range otherwise (booleans
+    and non-integers included)."""
+    try:
+        if isinstance(action, (bool, np.bool_)):
+            raise TypeError
+        a = operator.index(action)
+    except TypeError:
+        raise ValueError(f"action must be an integer in [0, {n_arms}), got {action!r}") from None
+    if not 0 <= a < n_arms:
+        raise ValueError(f"action must be an integer in [0, {n_arms}), got {a}")
+    return a

@@ -74,7 +74,8 @@ import numpy as np
 from scipy.linalg import lapack
 
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
-from dpbandit.agents.private import Curator, PrivateAgent, RewardClip, check_context_bound, reward_clip_range
+from dpbandit.agents.private import (Curator, PrivateAgent, RewardClip, check_context_bound, context_l2_bound,
+                                     l2_bound_text, reward_clip_range)
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
@@ -144,7 +145,7 @@ class DPUCBCalibration:
     def build(cls, c: BanditConstants, epsilon: float, delta: float, calibration: str, alpha: float, lam: float,
               reward_clip: float | None) -> DPUCBCalibration:
         d, T = c.dim, c.horizon
-        L = c.context_bound * (math.sqrt(d) if c.context_norm == "linf" else 1.0)
+        L = context_l2_bound(c)
         clip = reward_clip_range(c, reward_clip, name="reward_clip")
         B = clip.bound
         l_tilde = math.sqrt(L * L + B * B)
@@ -177,8 +178,7 @@ class DPUCBCalibration:
 
     @property
     def sensitivity_assumption(self) -> str:
-        bound = (f"||x||_inf <= {self.context_bound:g}, so ||x||_2 <= L = sqrt(d) {self.context_bound:g} = {self.L:.6g}"
-                 if self.context_norm == "linf" else f"||x||_2 <= L = {self.L:.6g}")
+        bound = l2_bound_text(self.context_norm, self.context_bound, self.L)
         return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
                 f"L~ = sqrt(L^2 + B^2) = {self.l_tilde:.6g}; one item [x; y][x; y]^T per user, replace-one change "
                 f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (E5, docs/derivations.md#e5)")

@@ -68,7 +68,7 @@ import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
-from dpbandit.agents.private import PrivateAgent, RewardClip, reward_clip_range
+from dpbandit.agents.private import PrivateAgent, RewardClip, context_l2_bound, l2_bound_text, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
@@ -106,7 +106,7 @@ class EpisodicRidgeCalibration:
     def build(cls, c: BanditConstants, budget: EpisodicBudget, calibration: str, gram_share: float | None,
               ridge: float, lam: float | None, mode: str, ucb_alpha: float,
               reward_clip: float | None) -> EpisodicRidgeCalibration:
-        L = c.context_bound * (math.sqrt(c.dim) if c.context_norm == "linf" else 1.0)
+        L = context_l2_bound(c)
         clip = reward_clip_range(c, reward_clip, name="reward_clip")
         B = clip.bound
         if gram_share is None:
@@ -131,8 +131,7 @@ class EpisodicRidgeCalibration:
 
     @property
     def sensitivity_assumption(self) -> str:
-        bound = (f"||x||_inf <= {self.context_bound:g}, so ||x||_2 <= L = sqrt(d) {self.context_bound:g} = {self.L:.6g}"
-                 if self.context_norm == "linf" else f"||x||_2 <= L = {self.L:.6g}")
+        bound = l2_bound_text(self.context_norm, self.context_bound, self.L)
         return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
                 f"replace-one per episode: ||xx^T - x'x'^T||_F <= sqrt(2) L^2 (whitened L^2/sigma_G under symmetric "
                 f"noise, spec/errata.md E5), ||xy - x'y'||_2 <= 2 L B; a user moved between arms costs no more")

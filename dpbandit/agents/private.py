@@ -36,7 +36,7 @@ from dpbandit.envs.constants import BanditConstants
 from dpbandit.seeding import stream
 from dpbandit.validation import check_real
 
-__all__ = ["Curator", "PrivateAgent", "check_context_bound", "REWARD_CLIP_STDS", "RewardClip", "reward_clip_range"]
+__all__ = ["Curator", "PrivateAgent", "check_context_bound", "context_l2_bound", "l2_bound_text", "REWARD_CLIP_STDS", "RewardClip", "reward_clip_range"]
 
 #: Reach of the default reward clip for unbounded (Gaussian-noise) rewards, in noise standard deviations.
 REWARD_CLIP_STDS = 4.0
@@ -121,6 +121,19 @@ def check_context_bound(observation: np.ndarray, norm: str, bound: float, *, rto
             f"observation has a feature vector with ||x||_{norm[1:]} = {worst:.6g} > context_bound = {bound:g}: the "
             "privacy calibration assumes the declared bound; clip contexts in the environment (normalize='clip')"
         )
+
+
+def context_l2_bound(constants: BanditConstants) -> float:
+    """``L`` with ``||x||_2 <= L`` for every feature vector: the bound itself for l2 contexts, ``sqrt(d)`` times it
+    for l_inf contexts."""
+    return constants.context_bound * (math.sqrt(constants.dim) if constants.context_norm == "linf" else 1.0)
+
+
+def l2_bound_text(context_norm: str, context_bound: float, L: float) -> str:
+    """The sentence of a privacy report stating the context bound ``L`` (:func:`context_l2_bound`) rests on."""
+    if context_norm == "linf":
+        return f"||x||_inf <= {context_bound:g}, so ||x||_2 <= L = sqrt(d) {context_bound:g} = {L:.6g}"
+    return f"||x||_2 <= L = {L:.6g}"
 
 
 @dataclass(frozen=True)

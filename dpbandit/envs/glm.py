@@ -18,7 +18,6 @@ One episode is one horizon: ``step`` returns ``truncated=True`` at round T and `
 from __future__ import annotations
 
 import inspect
-import operator
 from typing import Any
 
 import gymnasium as gym
@@ -36,7 +35,7 @@ from dpbandit.envs.contexts import (
 from dpbandit.envs.links import clipped_gaussian_mean, get_link
 from dpbandit.envs.parameters import NORMS, THETA_VALUES, dense_theta, sparse_theta
 from dpbandit.seeding import stream
-from dpbandit.validation import check_choice, check_int, check_memory, check_real
+from dpbandit.validation import check_action, check_choice, check_int, check_memory, check_real
 
 __all__ = ["GLMBanditEnv", "STRUCTURES", "THETA_KINDS"]
 
@@ -344,7 +343,7 @@ class GLMBanditEnv(gym.Env):
         if self._t is None or self._t >= self.horizon:
             state = "before reset()" if self._t is None else f"after the episode ended at round T={self.horizon}"
             raise RuntimeError(f"step() called {state}: call reset() to start an episode")
-        a = self._check_action(action)
+        a = check_action(action, self.n_arms)
         i = self._i
         means = self._mean_rewards[i]
         info = {"mean_rewards": means, "optimal_arm": self._optimal[i], "regret": self._best[i] - float(means[a])}
@@ -362,16 +361,6 @@ class GLMBanditEnv(gym.Env):
             obs = self._obs[self._i]
         return obs, reward, False, truncated, info
 
-    def _check_action(self, action: Any) -> int:
-        try:
-            if isinstance(action, (bool, np.bool_)):
-                raise TypeError
-            a = operator.index(action)
-        except TypeError:
-            raise ValueError(f"action must be an integer in [0, {self.n_arms}), got {action!r}") from None
-        if not 0 <= a < self.n_arms:
-            raise ValueError(f"action must be an integer in [0, {self.n_arms}), got {a}")
-        return a
 
 
 def default_kwargs() -> dict[str, Any]:

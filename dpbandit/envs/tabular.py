@@ -24,7 +24,6 @@ Seeding: the rows are drawn from ``stream(seed, "contexts")``; there is no rewar
 
 from __future__ import annotations
 
-import operator
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ import numpy as np
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.envs.contexts import CONTEXT_NORMS, NORMALIZE_MODES, normalise
 from dpbandit.seeding import stream
-from dpbandit.validation import check_choice, check_int, check_real
+from dpbandit.validation import check_action, check_choice, check_int, check_real
 
 __all__ = ["TabularBanditEnv", "check_table", "frame_to_table", "read_table", "resolve_source", "standardise",
            "TABLE_SUFFIXES"]
@@ -230,14 +229,7 @@ class TabularBanditEnv(gym.Env):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         if self._t is None or self._t >= self.horizon:
             raise RuntimeError("step() called before reset() or after the episode ended: call reset()")
-        try:
-            if isinstance(action, (bool, np.bool_)):
-                raise TypeError
-            a = operator.index(action)
-        except TypeError:
-            raise ValueError(f"action must be an integer in [0, {self.n_arms}), got {action!r}") from None
-        if not 0 <= a < self.n_arms:
-            raise ValueError(f"action must be an integer in [0, {self.n_arms}), got {a}")
+        a = check_action(action, self.n_arms)
         row = self._rows[self._i]
         means = self._means[self._i]
         best = int(self.best_arms[row])
