@@ -135,8 +135,9 @@ def _markdown(table: pd.DataFrame) -> str:
 def format_summary(results: pd.DataFrame, table: pd.DataFrame, horizon: int) -> str:
     lines = [(f"FLIPHAT setting (d = {DIM}, s* = {SPARSITY}, AR(0.1) contexts, noise 0.1, delta = {DELTA}, "
               f"T = {horizon}): final cumulative regret, mean ± 95% CI over seeds, the same users in every column."),
-             ("NOT PRIVATE = the FLIPHAT code's calibration (lambda = eta B: 4 x_max = 13.9x too little noise, "
-              "unclipped contexts); its guarantee is 'none'. 'correct' columns are (epsilon, delta)-JDP."),
+             ("NOT PRIVATE = the FLIPHAT code's calibration (lambda = eta B: a sensitivity 4 x_max = 13.9x too small, "
+              "7.9-13x too little noise end to end at epsilon = 0.5-5, docs/episodic-agents.md; unclipped contexts); "
+              "its guarantee is 'none'. 'correct' columns are (epsilon, delta)-JDP."),
              "", table.to_string(index=False), "", "References (no epsilon):"]
     refs = results[results["epsilon"].isna()]
     for (k, name), part in refs.groupby(["K", "column"], sort=False):
