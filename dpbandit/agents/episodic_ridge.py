@@ -134,7 +134,8 @@ class EpisodicRidgeCalibration:
         bound = l2_bound_text(self.context_norm, self.context_bound, self.L)
         return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
                 f"replace-one per episode: ||xx^T - x'x'^T||_F <= sqrt(2) L^2 (whitened L^2/sigma_G under symmetric "
-                f"noise, spec/errata.md E5), ||xy - x'y'||_2 <= 2 L B; a user moved between arms costs no more")
+                f"noise, docs/episodic-agents.md §3.1), ||xy - x'y'||_2 <= 2 L B; a user moved between arms costs no "
+                "more")
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,8 @@ class EpisodicRidgeCurator(EpisodicCurator):
         ledger.add_gaussian(cal.sigma_G / cal.L**2, count, parallel=True,
                             mechanism=f"episodic Gram matrix G~ ({form}; symmetric Gaussian sigma_G = "
                                       f"{cal.sigma_G:.6g})",
-                            bound="spec/errata.md E5: whitened shift ||D||_F/(sqrt 2 sigma_G) <= L^2/sigma_G")
+                            bound="docs/episodic-agents.md §3.1: whitened shift ||D||_F/(sqrt 2 sigma_G) "
+                                  "<= L^2/sigma_G")
         ledger.add_gaussian(cal.sigma_b / (2.0 * cal.L * cal.B), count, parallel=True,
                             mechanism=f"episodic moment vector b~ ({form}; Gaussian sigma_b = {cal.sigma_b:.6g})",
                             bound="Gaussian mechanism, l2 sensitivity 2 L B")
