@@ -1,0 +1,71 @@
+"""Conformance of every batched form (dpbandit.agents.batched): S seeds in lockstep give each seed's single-seed
+frame bit for bit, and leave each seed's agent with the single-seed privacy report. Every registered form must have a
+case here (the last test fails otherwise)."""
+
+import gymnasium
+import pytest
+
+from dpbandit.agents import AGENTS, make_agent
+from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows, batched_form, has_batched_form
+from dpbandit.experiment import simulate
+from dpbandit.experiment.batch import simulate_batch_agents
+from dpbandit.experiment.config import AgentSpec, EnvSpec
+
+SMALL = {"n_arms": 4, "dim": 7, "horizon": 300, "theta": "dense"}
+#: (environment, agent) cases; every registered batched form needs at least one.
+CASES = [
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}), AgentSpec("linucb", params={"alpha": 0.5})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}), AgentSpec("linucb")),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}), AgentSpec("greedy")),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}), AgentSpec("greedy")),
+]
+
+
+def _single(env_spec, agent_spec, seed, checkpoints):
+    env = gymnasium.make(env_spec.id, **env_spec.kwargs)
+    agent = make_agent(agent_spec.type, env, **agent_spec.params)
+    return simulate(env, agent, seed, checkpoints), agent
+
+
+def _report(agent):
+    report = agent.privacy_report()
+    return None if report is None else report.to_dict()
+
+
+@pytest.mark.parametrize("env_spec,agent_spec", CASES, ids=lambda c: getattr(c, "type", getattr(c, "kwargs", {})
+                                                                                  .get("structure", "")))
+def test_batched_form_is_bit_identical_per_seed(env_spec, agent_spec):
+    seeds = [0, 3, 11]
+    frames, agents = simulate_batch_agents(env_spec, agent_spec, seeds, checkpoints=None)
+    for seed, frame, agent in zip(seeds, frames, agents):
+        expected, single_agent = _single(env_spec, agent_spec, seed, None)
+        assert frame.equals(expected), (seed, (frame - expected).abs().max().max())
+        assert _report(agent) == _report(single_agent)
+    assert not frames[0].equals(frames[1])  # the seeds really differ
+
+
+def test_every_registered_form_has_a_conformance_case():
+    covered = {AGENTS[spec.type] for _, spec in CASES}
+    assert set(BATCHED_FORMS) <= covered, set(BATCHED_FORMS) - covered
+
+
+def test_batched_form_refuses_mixed_classes_and_reports_none_for_unbatched_agents():
+    env = gymnasium.make("dpbandit/GLMBandit-v0", horizon=10)
+    linucb, greedy, egreedy = (make_agent(n, env) for n in ("linucb", "greedy", "egreedy"))
+    with pytest.raises(TypeError, match="one class"):
+        batched_form([linucb, greedy])
+    with pytest.raises(ValueError, match="at least one agent"):
+        batched_form([])
+    assert batched_form([egreedy]) is None and not has_batched_form(type(egreedy))  # subclasses are not batched
+
+
+def test_argmax_rows_breaks_ties_with_the_rows_own_generator_only():
+    import numpy as np
+    scores = np.array([[1.0, 3.0, 2.0], [5.0, 5.0, 1.0], [0.0, 0.0, 0.0]])
+    rngs = [np.random.default_rng(1), np.random.default_rng(2), np.random.default_rng(3)]
+    state0 = rngs[0].bit_generator.state
+    arms = argmax_random_tie_rows(scores, rngs)
+    assert arms[0] == 1 and arms[1] in (0, 1) and arms.dtype.kind == "i"
+    assert rngs[0].bit_generator.state == state0  # no tie: not consumed
+    with pytest.raises(ValueError, match="NaN"):
+        argmax_random_tie_rows(np.array([[np.nan, np.nan]]), [np.random.default_rng(0)])
