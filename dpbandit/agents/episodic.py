@@ -225,6 +225,42 @@ class EpisodicCurator(Curator):
         return self._episode
 
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
+        x, arm, reward = self.checked_user(observation, arm, reward)
+        i = self._n
+        self._X[i] = x
+        self._arms[i] = arm
+        self._rewards[i] = reward
+        self.served()
+
+    def served(self) -> None:
+        """Count one more user, whose checked row, arm and clipped reward are at index ``n_buffered`` of the
+        buffers (written by :meth:`observe`, or by a batched form for S seeds at once); publish if the episode is
+        complete."""
+        self._n += 1
+        self._t += 1
+        if self._t == self._next_end:
+            self._end_episode()
+
+    @property
+    def n_buffered(self) -> int:
+        """Users buffered in the current episode (the index the next user's row goes to)."""
+        return self._n
+
+    def use_buffers(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Keep the episode buffers in the given arrays (shapes (n_max, d), (n_max,) int64, (n_max,) float64, e.g.
+        one seed's slices of stacked buffers): the users buffered so far are copied there."""
+        if X.shape != self._X.shape or arms.shape != self._arms.shape or rewards.shape != self._rewards.shape:
+            raise ValueError(f"buffers must have shapes {self._X.shape}, {self._arms.shape}, {self._rewards.shape}")
+        if X.dtype != self._X.dtype or arms.dtype != self._arms.dtype or rewards.dtype != self._rewards.dtype:
+            raise TypeError("buffers must be float64, int64 and float64 arrays")
+        n = self._n
+        X[:n], arms[:n], rewards[:n] = self._X[:n], self._arms[:n], self._rewards[:n]
+        self._X, self._arms, self._rewards = X, arms, rewards
+
+    def checked_user(self, observation: np.ndarray, arm: int, reward: float) -> tuple[np.ndarray, int, float]:
+        """The played row ``observation[arm]`` (d,), the arm and the clipped reward of the next user, after every
+        check of :meth:`observe` (shape, arm, finite reward, the public context bound, the horizon); raises as it
+        does."""
         obs = np.asarray(observation, dtype=float)
         if obs.shape != (self.n_arms, self.dim):
             raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, self.dim)}, got {obs.shape}")
@@ -239,14 +275,7 @@ class EpisodicCurator(Curator):
         if self._t >= self.schedule.horizon:
             raise ValueError(f"the episode schedule covers horizon T = {self.schedule.horizon} (the environment's); "
                              f"cannot serve user {self._t + 1}")
-        i = self._n
-        self._X[i] = x
-        self._arms[i] = arm
-        self._rewards[i] = self.clip.clip(reward)
-        self._n += 1
-        self._t += 1
-        if self._t == self._next_end:
-            self._end_episode()
+        return x, arm, self.clip.clip(reward)
 
     def _end_episode(self) -> None:
         n = self._n

@@ -74,7 +74,8 @@ from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
 from dpbandit.validation import check_choice, check_int, check_real
 
-__all__ = ["EpisodicRidge", "EpisodicRidgeCalibration", "EpisodicRidgeCurator", "EpisodicRidgeRelease", "MODES"]
+__all__ = ["EpisodicRidge", "EpisodicRidgeCalibration", "EpisodicRidgeCurator", "EpisodicRidgeRelease", "MODES",
+           "ridge_scores"]
 
 #: Estimate from the last release only, or from the sum of all releases.
 MODES: tuple[str, ...] = ("forget", "sum")
@@ -155,6 +156,23 @@ class EpisodicRidgeRelease:
     shared: bool
     episode: int
     n_summed: int
+
+
+def ridge_scores(theta: np.ndarray, v_inv: np.ndarray, ucb_alpha: float, shared: bool,
+                 X: np.ndarray) -> np.ndarray:
+    """The scores of the action rule, ``x_a^T theta_hat_m (+ ucb_alpha ||x_a||_{V_m^{-1}})``: ``theta`` (..., M, d),
+    ``v_inv`` (..., M, d, d) (read only when ``ucb_alpha > 0``), ``X`` (..., K, d) -> (..., K); model m = 0
+    (``shared``) or m = a. Leading axes (seeds, in the batched form :mod:`dpbandit.agents.batched.episodic`) are
+    independent: each row's result is bit for bit the single one."""
+    if shared:
+        scores = np.matmul(X, theta[..., 0, :, None])[..., 0]
+        if ucb_alpha > 0:
+            scores = scores + ucb_alpha * np.sqrt(np.einsum("...kd,...de,...ke->...k", X, v_inv[..., 0, :, :], X))
+    else:
+        scores = np.einsum("...kd,...kd->...k", X, theta)
+        if ucb_alpha > 0:
+            scores = scores + ucb_alpha * np.sqrt(np.einsum("...kd,...kde,...ke->...k", X, v_inv, X))
+    return scores
 
 
 def _frozen(*arrays: np.ndarray) -> list[np.ndarray]:
@@ -289,13 +307,6 @@ class EpisodicRidge(PrivateAgent):
     @staticmethod
     def action_rule(release: EpisodicRidgeRelease, observation: np.ndarray, rng: np.random.Generator) -> int:
         """``argmax_a x_a^T theta_hat (+ ucb_alpha ||x_a||_{V^{-1}})`` from the release and this user's (K, d) rows."""
-        X = np.asarray(observation, dtype=float)
-        if release.shared:
-            scores = X @ release.theta[0]
-            if release.ucb_alpha > 0:
-                scores = scores + release.ucb_alpha * np.sqrt(np.einsum("kd,de,ke->k", X, release.v_inv[0], X))
-        else:
-            scores = np.einsum("kd,kd->k", X, release.theta)
-            if release.ucb_alpha > 0:
-                scores = scores + release.ucb_alpha * np.sqrt(np.einsum("kd,kde,ke->k", X, release.v_inv, X))
+        scores = ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared,
+                              np.asarray(observation, dtype=float))
         return argmax_random_tie(scores, rng)

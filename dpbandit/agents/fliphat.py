@@ -59,7 +59,7 @@ from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.peeling import SELECTIONS, peeling_scale
 from dpbandit.validation import check_choice, check_int, check_real
 
-__all__ = ["FLIPHAT", "FLIPHATCurator", "FLIPHATRelease", "default_radius"]
+__all__ = ["FLIPHAT", "FLIPHATCurator", "FLIPHATRelease", "default_radius", "greedy_scores"]
 
 
 def default_radius(constants: BanditConstants) -> float:
@@ -67,6 +67,15 @@ def default_radius(constants: BanditConstants) -> float:
     ``sqrt(s)`` or ``s`` times it for l2 / l_inf bounds on s-sparse vectors). Never the realised parameter."""
     factor = {"l1": 1.0, "l2": math.sqrt(constants.sparsity), "linf": float(constants.sparsity)}[constants.theta_norm]
     return constants.theta_bound * factor
+
+
+def greedy_scores(theta: np.ndarray, observation: np.ndarray) -> np.ndarray:
+    """The scores of the action rule, ``x_a^T theta_a`` (disjoint: ``theta`` (..., K, d)) or ``x_a^T theta``
+    (shared: ``theta`` (..., d)), for ``observation`` (..., K, d) -> (..., K). Leading axes (seeds, in the batched
+    form :mod:`dpbandit.agents.batched.episodic`) are independent: each row's result is bit for bit the single one."""
+    if theta.ndim == observation.ndim:
+        return np.einsum("...kd,...kd->...k", observation, theta)
+    return np.matmul(observation, theta[..., None])[..., 0]
 
 
 @dataclass(frozen=True)
@@ -288,9 +297,7 @@ class FLIPHAT(PrivateAgent):
     @staticmethod
     def action_rule(release: FLIPHATRelease, observation: np.ndarray, rng: np.random.Generator) -> int:
         """Greedy ``argmax_a x_a^T theta_a`` (disjoint) or ``x_a^T theta`` (shared); ties at random with ``rng``."""
-        theta = release.theta
-        scores = np.einsum("kd,kd->k", observation, theta) if theta.ndim == 2 else observation @ theta
-        return argmax_random_tie(scores, rng)
+        return argmax_random_tie(greedy_scores(release.theta, observation), rng)
 
     def __repr__(self) -> str:
         return (f"FLIPHAT(K={self.n_arms}, d={self.dim}, {self.structure}, epsilon={self.epsilon:g}, "

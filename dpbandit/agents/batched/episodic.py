@@ -1,0 +1,137 @@
+"""Batched FLIPHAT and episodic private ridge: S seeds' episodic agents in lockstep (issue 15).
+
+Both agents sit on :class:`~dpbandit.agents.episodic.EpisodicCurator`: per round they buffer the user's played row,
+arm and clipped reward, and once per doubling episode each seed's curator releases (its own privacy stream, its own
+ledger). What runs batched, per round:
+
+* **Act**: every seed's action rule on its latest release, through the agents' own score functions
+  (:func:`~dpbandit.agents.fliphat.greedy_scores`, :func:`~dpbandit.agents.episodic_ridge.ridge_scores`) on the
+  releases stacked along a leading seed axis (FLIPHAT theta (S, K, d) or (S, d); ridge theta (S, M, d) and, with a
+  UCB width, V^{-1} (S, M, d, d)). Their leading axes are independent and run the single path's per-row kernels
+  (the same einsum contractions; for the shared structure, ``matmul`` against a (d, 1) column, which is the single
+  path's matrix-vector product), so every seed's scores are bit for bit its single-seed scores
+  (``tests/agents/test_batched.py``). Ties: :func:`~dpbandit.agents.batched.argmax_random_tie_rows` (each seed's
+  exploration stream, consumed only on a tie).
+* **Buffer**: the S played rows, arms and clipped rewards are written at once into stacked (S, n, d), (S, n) and
+  (S, n) buffers whose slices *are* the curators' buffers (:meth:`EpisodicCurator.use_buffers`), after the checks
+  of :meth:`EpisodicCurator.observe` done for all seeds at once; if any check fails, every seed's own
+  :meth:`EpisodicCurator.checked_user` runs, so the error raised is the single path's. Each curator then counts
+  its user (:meth:`EpisodicCurator.served`), which at an episode's end runs that seed's own release.
+
+Per seed, once per episode: the release (noise from the seed's privacy stream; the ledger is the single-seed one)
+and the re-stacking of the released parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
+from dpbandit.agents.episodic_ridge import EpisodicRidge, ridge_scores
+from dpbandit.agents.fliphat import FLIPHAT, greedy_scores
+
+__all__ = ["BatchedEpisodic", "BatchedFLIPHAT", "BatchedEpisodicRidge"]
+
+#: The batched context check passes a row whose norm is within this relative margin of the bound: the single path
+#: refuses only beyond ``bound (1 + 1e-9)`` (:func:`~dpbandit.agents.private.check_context_bound`), so a batched
+#: norm a few ulps off the single one cannot pass a row the single path refuses.
+_FAST_CHECK_RTOL = 1e-12
+
+
+class BatchedEpisodic:
+    """The episodic curators of S seeds buffered together (module docstring); subclasses stack the releases and
+    score them (``_stack()``, ``_scores(obs)``)."""
+
+    def __init__(self, agents: Sequence[FLIPHAT | EpisodicRidge]):
+        self.agents = list(agents)
+        self.curators = [a.curator for a in self.agents]
+        self.rngs = [a.rng for a in self.agents]
+        c = self.curators[0]
+        S, n_max = len(self.agents), c.schedule.max_length
+        # calloc'd: pages are touched only as the episodes fill them, as the per-seed buffers they replace
+        self.X, self.A, self.Y = np.zeros((S, n_max, c.dim)), np.zeros((S, n_max), dtype=np.int64), np.zeros((S, n_max))
+        for s, cur in enumerate(self.curators):
+            cur.use_buffers(self.X[s], self.A[s], self.Y[s])
+        self.rows = np.arange(S)
+        self.shape = (c.n_arms, c.dim)
+        self.linf = c.context_norm == "linf"
+        self.fast_bound = c.context_bound * (1.0 + _FAST_CHECK_RTOL)
+        self.low, self.high = c.clip.low, c.clip.high
+        self.horizon = c.schedule.horizon
+        self.releases = c.n_releases
+        self._stack()
+
+    @classmethod
+    def build(cls, agents) -> "BatchedEpisodic | None":
+        """The batched form, or None unless every seed's curator is at the same user (as after ``reset``)."""
+        c0 = agents[0].curator
+        if any(a.curator.t != c0.t or a.curator.n_buffered != c0.n_buffered for a in agents):
+            return None
+        return cls(agents)
+
+    def _stack(self) -> None:
+        raise NotImplementedError
+
+    def _scores(self, obs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        return argmax_random_tie_rows(self._scores(obs), self.rngs)
+
+    def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """:meth:`EpisodicCurator.observe` of every seed (module docstring)."""
+        c0 = self.curators[0]
+        i = c0.n_buffered
+        if obs.shape[1:] != self.shape:
+            self._check_each(obs, arms, rewards)
+        X = obs[self.rows, arms]  # (S, d) played rows
+        size = np.abs(X).max(axis=1) if self.linf else np.sqrt(np.einsum("sd,sd->s", X, X))
+        if not ((size <= self.fast_bound).all() and np.isfinite(rewards).all() and c0.t < self.horizon):
+            self._check_each(obs, arms, rewards)
+        self.X[:, i] = X
+        self.A[:, i] = arms
+        # RewardClip.clip, min(max(y, low), high), elementwise with the same comparisons
+        self.Y[:, i] = np.where(rewards < self.low, self.low, np.where(rewards > self.high, self.high, rewards))
+        for cur in self.curators:
+            cur.served()
+        if c0.n_releases != self.releases:  # an episode ended: every seed's curator released (lockstep schedules)
+            self.releases = c0.n_releases
+            for a, cur in zip(self.agents, self.curators):
+                a._release = cur.release()  # as PrivateAgent.update
+            self._stack()
+
+
+    def _check_each(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        for s, cur in enumerate(self.curators):  # the single path's checks: raises its error
+            cur.checked_user(obs[s], arms[s], rewards[s])
+
+
+class BatchedFLIPHAT(BatchedEpisodic):
+    """FLIPHAT over S seeds: greedy on the stacked released theta, (S, K, d) disjoint or (S, d) shared."""
+
+    def _stack(self) -> None:
+        self.theta = np.stack([a._release.theta for a in self.agents])
+
+    def _scores(self, obs: np.ndarray) -> np.ndarray:
+        return greedy_scores(self.theta, obs)
+
+
+class BatchedEpisodicRidge(BatchedEpisodic):
+    """Episodic private ridge over S seeds: greedy (plus the UCB width) on the stacked theta_hat (S, M, d) and
+    V^{-1} (S, M, d, d)."""
+
+    def _stack(self) -> None:
+        releases = [a._release for a in self.agents]
+        r0 = releases[0]
+        self.shared, self.ucb_alpha = r0.shared, r0.ucb_alpha
+        self.theta = np.stack([r.theta for r in releases])
+        self.v_inv = np.stack([r.v_inv for r in releases]) if self.ucb_alpha > 0 else None
+
+    def _scores(self, obs: np.ndarray) -> np.ndarray:
+        return ridge_scores(self.theta, self.v_inv, self.ucb_alpha, self.shared, obs)
+
+
+BATCHED_FORMS[FLIPHAT] = BatchedFLIPHAT.build
+BATCHED_FORMS[EpisodicRidge] = BatchedEpisodicRidge.build
