@@ -18,6 +18,24 @@ CASES = [
     (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}), AgentSpec("linucb")),
     (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}), AgentSpec("greedy")),
     (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}), AgentSpec("greedy")),
+    # episodic agents: T = 300 crosses 9 (FLIPHAT) / 5-6 (ridge) episode boundaries, i.e. releases
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}),
+     AgentSpec("fliphat", params={"epsilon": 2.0})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}),
+     AgentSpec("fliphat", params={"epsilon": 4.0, "selection": "gumbel"})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}),
+     AgentSpec("fliphat", params={"epsilon": float("inf")})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared", "link": "logistic", "theta_bound": 3.0}),
+     AgentSpec("fliphat", params={"epsilon": 8.0})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint", "link": "logistic", "theta_bound": 3.0}),
+     AgentSpec("fliphat", params={"epsilon": 8.0, "selection": "gumbel"})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}), AgentSpec("episodic_ridge")),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}),
+     AgentSpec("episodic_ridge", params={"epsilon": 4.0, "mode": "sum", "ucb_alpha": 0.5})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}),
+     AgentSpec("episodic_ridge", params={"epsilon": 2.0, "ucb_alpha": 1.0})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}),
+     AgentSpec("episodic_ridge", params={"epsilon": float("inf")})),
 ]
 
 

@@ -190,3 +190,35 @@ def test_constructor_validation():
         CopyCurator(sched, budget, 3, 2, "l1", 1.0, clip)
     with pytest.raises(ValueError, match="context_bound"):
         CopyCurator(sched, budget, 3, 2, "l2", 0.0, clip)
+
+
+def test_use_buffers_keeps_the_buffered_users_and_served_publishes_rows_written_there():
+    cur = make_curator(T=20, first=2)
+    cur.observe(np.array([[0.1, 0.2], [0.3, 0.4], [0.0, 0.0]]), 1, 0.5)
+    X, arms, rewards = np.full((8, 2), 9.0), np.full(8, 7, dtype=np.int64), np.full(8, 9.0)  # max_length 8
+    cur.use_buffers(X, arms, rewards)
+    np.testing.assert_array_equal(X[0], [0.3, 0.4])
+    assert arms[0] == 1 and rewards[0] == 0.5 and cur.n_buffered == 1
+    i = cur.n_buffered  # a batched form writes the next user's checked row, arm, clipped reward, then counts it
+    X[i], arms[i], rewards[i] = (0.0, -0.5), 2, -1.0
+    cur.served()
+    rel = cur.release()
+    assert cur.n_releases == 1 and cur.t == 2 and cur.n_buffered == 0
+    np.testing.assert_array_equal(rel.X, [[0.3, 0.4], [0.0, -0.5]])
+    np.testing.assert_array_equal(rel.arms, [1, 2])
+    np.testing.assert_array_equal(rel.rewards, [0.5, -1.0])
+    assert not X[:2].any() and not arms[:2].any() and not rewards[:2].any()  # forgotten in the adopted buffers
+    with pytest.raises(ValueError, match="shapes"):
+        cur.use_buffers(np.zeros((7, 2)), arms, rewards)
+    with pytest.raises(TypeError, match="float64"):
+        cur.use_buffers(X, arms.astype(float), rewards)
+
+
+def test_checked_user_returns_row_arm_clipped_reward_without_buffering():
+    cur = make_curator()
+    obs = np.array([[0.1, 0.2], [0.3, 0.4], [0.0, 0.0]])
+    x, arm, reward = cur.checked_user(obs, np.int64(1), 3.0)
+    np.testing.assert_array_equal(x, [0.3, 0.4])
+    assert (arm, reward) == (1, 1.0) and type(arm) is int and cur.t == 0 and cur.n_buffered == 0
+    with pytest.raises(ValueError, match="context_bound"):
+        cur.checked_user(np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]]), 1, 0.0)

@@ -1,0 +1,92 @@
+"""The batched episodic forms (dpbandit/agents/batched/episodic.py) beyond the whole-run conformance of
+tests/agents/test_batched.py: rounds fed by hand (rewards beyond the clip, rows at and beyond the context bound) leave
+every seed's curator exactly where its own ``update`` leaves it, and bad input raises the single path's error."""
+
+import math
+
+import gymnasium
+import numpy as np
+import pytest
+
+from dpbandit.agents import make_agent
+from dpbandit.agents.batched import batched_form
+from dpbandit.agents.batched.episodic import BatchedEpisodicRidge, BatchedFLIPHAT
+
+ENV = {"n_arms": 3, "dim": 4, "horizon": 40, "theta": "dense"}
+
+
+def _agents(name, seeds, structure="disjoint", **params):
+    env = gymnasium.make("dpbandit/GLMBandit-v0", **ENV, structure=structure)
+    agents = [make_agent(name, env, **params) for _ in seeds]
+    for a, s in zip(agents, seeds):
+        a.reset(s)
+    return agents
+
+
+def _rounds(rng, n, S, K=3, d=4):
+    """n rounds of S seeds: unit-l2 contexts (some rows exactly at the bound), arms, rewards partly beyond the clip."""
+    obs = rng.standard_normal((n, S, K, d))
+    obs /= np.linalg.norm(obs, axis=-1, keepdims=True)
+    arms = rng.integers(K, size=(n, S))
+    rewards = rng.normal(0.0, 5.0, size=(n, S))  # the clip range is about [-1.4, 1.4]: most are clipped
+    return obs, arms, rewards
+
+
+@pytest.mark.parametrize("name,structure,params", [
+    ("fliphat", "disjoint", {}), ("fliphat", "shared", {"selection": "gumbel"}),
+    ("episodic_ridge", "disjoint", {"ucb_alpha": 1.0}), ("episodic_ridge", "shared", {"mode": "sum"}),
+])
+def test_update_by_hand_matches_each_seeds_own_update(name, structure, params):
+    seeds = [1, 2, 7]
+    batched, single = _agents(name, seeds, structure, **params), _agents(name, seeds, structure, **params)
+    policy = batched_form(batched)
+    assert isinstance(policy, BatchedFLIPHAT if name == "fliphat" else BatchedEpisodicRidge)
+    obs, arms, rewards = _rounds(np.random.default_rng(0), 40, len(seeds))
+    clipped = 0
+    for t in range(40):
+        chosen = policy.act(obs[t])
+        for s, a in enumerate(single):
+            assert chosen[s] == a.act(obs[t, s])
+        policy.update(obs[t], arms[t], rewards[t])
+        for s, a in enumerate(single):
+            a.update(obs[t, s], int(arms[t, s]), float(rewards[t, s]), {})
+        clip = single[0].curator.clip
+        clipped += int(np.sum((rewards[t] < clip.low) | (rewards[t] > clip.high)))
+        for b, a in zip(batched, single):
+            assert b.curator.t == a.curator.t and b.curator.n_buffered == a.curator.n_buffered
+            n = a.curator.n_buffered
+            np.testing.assert_array_equal(b.curator._X[:n], a.curator._X[:n])
+            np.testing.assert_array_equal(b.curator._arms[:n], a.curator._arms[:n])
+            np.testing.assert_array_equal(b.curator._rewards[:n], a.curator._rewards[:n])
+            np.testing.assert_array_equal(b._release.theta, a._release.theta)
+    assert clipped > 20 and single[0].curator.n_releases >= 3
+    assert all(b.privacy_report().to_dict() == a.privacy_report().to_dict() for b, a in zip(batched, single))
+
+
+def test_bad_input_raises_the_single_path_error_before_buffering():
+    agents = _agents("fliphat", [0, 1])
+    policy = batched_form(agents)
+    obs = np.zeros((2, 3, 4))
+    obs[1, 2, 0] = 2.0  # seed 1's row 2 beyond ||x||_2 <= 1
+    with pytest.raises(ValueError, match="context_bound"):
+        policy.update(obs, np.array([0, 2]), np.zeros(2))
+    obs[1, 2, 0] = math.nan
+    with pytest.raises(ValueError, match="must be finite"):
+        policy.update(obs, np.array([0, 2]), np.zeros(2))
+    with pytest.raises(ValueError, match="reward"):
+        policy.update(np.zeros((2, 3, 4)), np.array([0, 0]), np.array([0.0, math.inf]))
+    with pytest.raises(ValueError, match=r"shape \(K, d\)"):
+        policy.update(np.zeros((2, 2, 4)), np.array([0, 0]), np.zeros(2))
+    assert all(a.curator.t == 0 and a.curator.n_buffered == 0 for a in agents)
+    policy.update(obs, np.array([0, 0]), np.zeros(2))  # only the played row is bounded
+    assert all(a.curator.t == 1 for a in agents)
+    for _ in range(39):
+        policy.update(np.zeros((2, 3, 4)), np.array([0, 0]), np.zeros(2))
+    with pytest.raises(ValueError, match="horizon T = 40"):
+        policy.update(np.zeros((2, 3, 4)), np.array([0, 0]), np.zeros(2))
+
+
+def test_declines_seeds_at_different_users():
+    agents = _agents("episodic_ridge", [0, 1])
+    agents[1].update(np.zeros((3, 4)), 0, 0.0, {})
+    assert batched_form(agents) is None
