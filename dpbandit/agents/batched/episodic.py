@@ -55,6 +55,7 @@ class BatchedEpisodic:
         for s, cur in enumerate(self.curators):
             cur.use_buffers(self.X[s], self.A[s], self.Y[s])
         self.rows = np.arange(S)
+        self.served = [cur.served for cur in self.curators]
         self.shape = (c.n_arms, c.dim)
         self.linf = c.context_norm == "linf"
         self.fast_bound = c.context_bound * (1.0 + _FAST_CHECK_RTOL)
@@ -78,7 +79,12 @@ class BatchedEpisodic:
         raise NotImplementedError
 
     def act(self, obs: np.ndarray) -> np.ndarray:
-        return argmax_random_tie_rows(self._scores(obs), self.rngs)
+        scores = self._scores(obs)
+        best = scores.argmax(axis=1)
+        # no tie (nor NaN) in any row: the arms are the argmaxes and no generator is touched (as in the single path)
+        if np.count_nonzero(scores == scores[self.rows, best][:, None]) == len(best):
+            return best
+        return argmax_random_tie_rows(scores, self.rngs)
 
     def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         """:meth:`EpisodicCurator.observe` of every seed (module docstring)."""
@@ -94,8 +100,8 @@ class BatchedEpisodic:
         self.A[:, i] = arms
         # RewardClip.clip, min(max(y, low), high), elementwise with the same comparisons
         self.Y[:, i] = np.where(rewards < self.low, self.low, np.where(rewards > self.high, self.high, rewards))
-        for cur in self.curators:
-            cur.served()
+        for served in self.served:
+            served()
         if c0.n_releases != self.releases:  # an episode ended: every seed's curator released (lockstep schedules)
             self.releases = c0.n_releases
             for a, cur in zip(self.agents, self.curators):
