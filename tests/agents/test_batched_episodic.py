@@ -90,3 +90,24 @@ def test_declines_seeds_at_different_users():
     agents = _agents("episodic_ridge", [0, 1])
     agents[1].update(np.zeros((3, 4)), 0, 0.0, {})
     assert batched_form(agents) is None
+
+
+def test_act_breaks_ties_with_each_seeds_stream_and_refuses_nan():
+    agents = _agents("fliphat", [0, 1, 2])
+    policy = batched_form(agents)
+    obs = np.broadcast_to(np.array([[1.0, 0.0, 0.0, 0.0]]), (3, 3, 4))
+    copies = [np.random.Generator(type(a.rng.bit_generator)()) for a in agents]
+    for copy, a in zip(copies, agents):
+        copy.bit_generator.state = a.rng.bit_generator.state
+    policy.theta = np.zeros((3, 3, 4))
+    policy.theta[0, 2, 0] = 1.0  # seed 0: no tie; seeds 1, 2: all three arms tie
+    arms = policy.act(obs)
+    assert arms[0] == 2 and agents[0].rng.bit_generator.state == copies[0].bit_generator.state  # not consumed
+    for s in (1, 2):  # argmax_random_tie's draw from the seed's own stream
+        assert arms[s] == copies[s].integers(3)
+        assert agents[s].rng.bit_generator.state == copies[s].bit_generator.state
+    policy.theta[0, 1, 0] = np.nan  # seed 0: NaN (no match), seed 1: a two-way tie, seed 2: none; counts sum to S
+    policy.theta[1, :2, 0] = 1.0
+    policy.theta[2, 2, 0] = 1.0
+    with pytest.raises(ValueError, match="NaN"):
+        policy.act(obs)

@@ -24,6 +24,7 @@ and the re-stacking of the released parameters.
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,7 +41,7 @@ __all__ = ["BatchedEpisodic", "BatchedFLIPHAT", "BatchedEpisodicRidge"]
 _FAST_CHECK_RTOL = 1e-12
 
 
-class BatchedEpisodic:
+class BatchedEpisodic(abc.ABC):
     """The episodic curators of S seeds buffered together (module docstring); subclasses stack the releases and
     score them (``_stack()``, ``_scores(obs)``)."""
 
@@ -72,17 +73,20 @@ class BatchedEpisodic:
             return None
         return cls(agents)
 
+    @abc.abstractmethod
     def _stack(self) -> None:
-        raise NotImplementedError
+        """Stack every seed's latest release (``agents[s]._release``) for :meth:`_scores`."""
 
+    @abc.abstractmethod
     def _scores(self, obs: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """The action rule's scores of every seed: obs (S, K, d) -> (S, K)."""
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         scores = self._scores(obs)
         best = scores.argmax(axis=1)
-        # no tie (nor NaN) in any row: the arms are the argmaxes and no generator is touched (as in the single path)
-        if np.count_nonzero(scores == scores[self.rows, best][:, None]) == len(best):
+        top = scores[self.rows, best]  # NaN where a row holds one (argmax picks it)
+        # no tie and no NaN in any row: the arms are the argmaxes and no generator is touched (as in the single path)
+        if np.count_nonzero(scores == top[:, None]) == len(best) and not np.isnan(top).any():
             return best
         return argmax_random_tie_rows(scores, self.rngs)
 
@@ -107,7 +111,6 @@ class BatchedEpisodic:
             for a, cur in zip(self.agents, self.curators):
                 a._release = cur.release()  # as PrivateAgent.update
             self._stack()
-
 
     def _check_each(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         for s, cur in enumerate(self.curators):  # the single path's checks: raises its error
