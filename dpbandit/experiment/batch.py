@@ -123,36 +123,40 @@ class _SeedBySeed:
 class _Lockstep:
     """:class:`~dpbandit.envs.glm.GLMBanditEnv` s read together: ``step`` of every seed at once, from the blocks of
     rounds each environment pre-generated from its own streams (same block sizes, so their blocks end together).
-    The same values as ``GLMBanditEnv.step``: reward ``rewards[i, a]``, regret ``best[i] - means[i, a]``."""
+    The same values as ``GLMBanditEnv.step``: reward ``rewards[i, a]``, regret ``best[i] - means[i, a]``. The round
+    counters are kept here and handed to the environments when they draw their next block."""
 
     def __init__(self, envs):
         self.envs = [e.unwrapped for e in envs]
         self.disjoint = self.envs[0].constants.structure == "disjoint"
         self.rows = np.arange(len(envs))
+        self.t = 0
         self._load()
 
     def _load(self) -> None:
-        es = self.envs
-        self.X = np.stack([e._obs[:, 0] if self.disjoint else e._obs for e in es])  # (S, n, d) or (S, n, K, d)
+        es, S = self.envs, len(self.envs)
+        if self.disjoint:  # one context per round, shown on every arm: the single-seed stride-0 layout
+            X = np.stack([e._obs[:, 0] for e in es])
+            self.X = np.broadcast_to(X[:, :, None, :], (S, X.shape[1], es[0].n_arms, X.shape[2]))
+        else:
+            self.X = np.stack([e._obs for e in es])  # (S, n, K, d)
         self.means = np.stack([e._mean_rewards for e in es])
         self.rewards = np.stack([e._rewards for e in es])
         self.best = np.array([e._best for e in es])
+        self.i = 0
 
     def observations(self) -> np.ndarray:
-        i = self.envs[0]._i
-        if self.disjoint:
-            return np.broadcast_to(self.X[:, i, None, :], (len(self.envs), self.envs[0].n_arms, self.envs[0].dim))
-        return self.X[:, i]
+        return self.X[:, self.i]
 
-    def step(self, arms) -> tuple[np.ndarray, np.ndarray]:
-        e0, i, a = self.envs[0], self.envs[0]._i, np.asarray(arms)
-        rewards = self.rewards[self.rows, i, a]
-        regrets = self.best[:, i] - self.means[self.rows, i, a]
-        for e in self.envs:
-            e._t += 1
-            e._i += 1
-        if e0._t < e0.horizon and e0._i == len(e0._best):
+    def step(self, arms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        i, rows = self.i, self.rows
+        rewards = self.rewards[rows, i, arms]
+        regrets = self.best[:, i] - self.means[rows, i, arms]
+        self.t += 1
+        self.i += 1
+        if self.i == self.best.shape[1] and self.t < self.envs[0].horizon:
             for e in self.envs:
+                e._t, e._i = self.t, self.i
                 e._next_block()
             self._load()
         return rewards, regrets
