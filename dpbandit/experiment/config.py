@@ -180,8 +180,15 @@ class ExperimentConfig:
         }
 
     def config_hash(self) -> str:
-        """SHA-256 of everything that determines the results (not ``n_jobs``, ``batch`` or ``out``)."""
-        return config_digest({k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "batch", "out")})
+        """SHA-256 of everything that determines the results (not ``n_jobs``, ``batch`` or ``out``), including the
+        contents of the data files environments read (``data = "path.csv"``): editing the file makes it a different
+        experiment, so a resumed run never mixes jobs computed on different data."""
+        data = {k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "batch", "out")}
+        files = {e.label: _file_digest(e.kwargs["data"]) for e in self.envs
+                 if isinstance(e.kwargs.get("data"), (str, Path)) and Path(e.kwargs["data"]).is_file()}
+        if files:  # absent otherwise: hashes of experiments without data files are unchanged
+            data["data_sha256"] = files
+        return config_digest(data)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ExperimentConfig":
@@ -305,6 +312,14 @@ def _agent_from_mapping(data: Any, index: int) -> AgentSpec:
         raise ValueError(f"agents[{index}] must be a table with a 'type' key, got {data!r}")
     params = {k: v for k, v in data.items() if k not in ("type", "label")}
     return AgentSpec(type=data["type"], label=data.get("label", ""), params=params)
+
+
+def _file_digest(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def config_digest(data: Mapping[str, Any]) -> str:
