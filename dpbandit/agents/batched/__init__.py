@@ -77,8 +77,7 @@ def argmax_random_tie_rows(scores: np.ndarray, rngs: Sequence[np.random.Generato
     """:func:`~dpbandit.agents.baselines.argmax_random_tie` row by row: (S, K) -> (S,) intp; the generator of a row
     is consumed only when that row has a tie (as in the single-seed call)."""
     best = scores.argmax(axis=1)
-    top = np.take_along_axis(scores, best[:, None], axis=1)
-    ties = (scores == top).sum(axis=1) != 1
+    ties = (scores == scores[np.arange(len(best)), best][:, None]).sum(axis=1) != 1
     if ties.any():
         for s in np.flatnonzero(ties):
             best[s] = argmax_random_tie(scores[s], rngs[s])
