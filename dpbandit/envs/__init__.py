@@ -20,12 +20,14 @@ from dpbandit.envs.datasets import DATASETS, ClassificationBanditEnv
 from dpbandit.envs.regression import REGRESSION_DATASETS, RegressionBanditEnv
 from dpbandit.envs.glm import GLMBanditEnv, default_kwargs
 from dpbandit.envs.presets import PRESETS
+from dpbandit.envs.vector import GLMBanditVectorEnv
 
 __all__ = [
     "BanditConstants",
     "ClassificationBanditEnv",
     "DATASETS",
     "GLMBanditEnv",
+    "GLMBanditVectorEnv",
     "PRESETS",
     "REGRESSION_DATASETS",
     "RegressionBanditEnv",
@@ -39,6 +41,8 @@ __all__ = [
 ENTRY_POINT_GROUP = "dpbandit.envs"
 
 _ENTRY_POINT = "dpbandit.envs.glm:GLMBanditEnv"
+#: ``gymnasium.make_vec(id, num_envs=S, vectorization_mode="vector_entry_point")`` of the GLM presets.
+_VECTOR_ENTRY_POINT = "dpbandit.envs.vector:GLMBanditVectorEnv"
 _DATA_ENTRY_POINT = "dpbandit.envs.datasets:ClassificationBanditEnv"
 _REGRESSION_ENTRY_POINT = "dpbandit.envs.regression:RegressionBanditEnv"
 _NAMESPACE = "dpbandit"
@@ -64,7 +68,8 @@ def register_presets() -> None:
                                  (REGRESSION_PRESETS, _REGRESSION_ENTRY_POINT)):
         for env_id, kwargs in presets.items():
             if env_id not in gymnasium.registry:
-                gymnasium.register(id=env_id, entry_point=entry_point, kwargs=dict(kwargs))
+                vector = _VECTOR_ENTRY_POINT if entry_point == _ENTRY_POINT else None
+                gymnasium.register(id=env_id, entry_point=entry_point, kwargs=dict(kwargs), vector_entry_point=vector)
     for env_id, entry_point in USER_DATA.items():
         if env_id not in gymnasium.registry:
             gymnasium.register(id=env_id, entry_point=entry_point)

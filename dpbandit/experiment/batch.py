@@ -4,7 +4,7 @@
 :func:`~dpbandit.experiment.runner.simulate` returns for it, *bit for bit*. Every seed keeps its own environment and
 agent instance (its own streams), so nothing about a seed's randomness changes. Batched: the agent's work, through
 its batched form (:mod:`dpbandit.agents.batched`: the contract and the registered forms), and the GLM environments'
-steps, read together from the blocks of rounds each one pre-generated (other environments step seed by seed). An
+steps, through :class:`~dpbandit.envs.vector.GLMBanditVectorEnv` (other environments step seed by seed). An
 agent whose form declines (e.g. models too large to stay in cache) runs seed by seed through ``simulate``.
 """
 
@@ -20,6 +20,7 @@ import dpbandit.envs  # noqa: F401
 from dpbandit.agents import make_agent
 from dpbandit.agents.batched import BATCHED_FORMS, batched_form, has_batched_form
 from dpbandit.envs.glm import GLMBanditEnv
+from dpbandit.envs.vector import GLMBanditVectorEnv
 from dpbandit.experiment.config import AgentSpec, EnvSpec, make_env
 from dpbandit.experiment.results import checkpoint_rounds
 from dpbandit.experiment.runner import simulate
@@ -57,33 +58,34 @@ def simulate_batch_agents(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Seque
             names = ", ".join(sorted(cls.name for cls in BATCHED_FORMS))
             raise ValueError(f"agent {agent_spec.type!r} has no batched form (batched agents: {names}); use simulate")
         with threadpool_limits(limits=1, user_api="blas"):  # as simulate
-            obs = [env.reset(seed=seed)[0] for env, seed in zip(envs, seeds)]
             for agent, seed in zip(agents, seeds):
                 agent.reset(seed)
             policy = batched_form(agents)
             if policy is None:
                 frames = [simulate(env, agent, seed, checkpoints) for env, agent, seed in zip(envs, agents, seeds)]
             else:
-                frames = _play(envs, obs, policy, checkpoints)
+                if all(type(e.unwrapped) is GLMBanditEnv for e in envs):
+                    world = _Vector(GLMBanditVectorEnv.from_envs([e.unwrapped for e in envs]), seeds)
+                else:
+                    world = _SeedBySeed(envs, seeds)
+                frames = _play(world, policy, envs[0].unwrapped.constants.horizon, checkpoints)
         return frames, agents
     finally:
         for env in envs:
             env.close()
 
 
-def _play(envs, obs, policy, checkpoints) -> list[pd.DataFrame]:
-    S = len(envs)
-    horizon = envs[0].unwrapped.constants.horizon
+def _play(world, policy, horizon, checkpoints) -> list[pd.DataFrame]:
+    S = len(world.seeds)
     rounds = checkpoint_rounds(horizon, checkpoints)
     n = rounds.size
-    world = _Lockstep(envs) if all(type(e.unwrapped) is GLMBanditEnv for e in envs) else _SeedBySeed(envs, obs)
     rec = np.empty((S, n, 4))
     cum_regret, cum_reward = np.zeros(S), np.zeros(S)
     k, next_t = 0, int(rounds[0])
+    O = world.obs
     for t in range(1, horizon + 1):
-        O = world.observations()
         arms = policy.act(O)
-        rewards, regrets = world.step(arms)
+        O_next, rewards, regrets = world.step(arms)
         policy.update(O, arms, rewards)
         cum_regret += regrets  # float64 additions in the single-seed order: bitwise-equal sums
         cum_reward += rewards
@@ -91,6 +93,7 @@ def _play(envs, obs, policy, checkpoints) -> list[pd.DataFrame]:
             rec[:, k] = np.column_stack((rewards, regrets, cum_reward, cum_regret))
             k += 1
             next_t = int(rounds[k]) if k < n else -1
+        O = O_next
     frames = []
     for s in range(S):
         frame = pd.DataFrame(rec[s], columns=["reward", "regret", "cumulative_reward", "cumulative_regret"])
@@ -99,60 +102,38 @@ def _play(envs, obs, policy, checkpoints) -> list[pd.DataFrame]:
     return frames
 
 
+class _Vector:
+    """GLM bandits: :class:`~dpbandit.envs.vector.GLMBanditVectorEnv` (every seed's step at once)."""
+
+    def __init__(self, vec, seeds):
+        self.vec, self.seeds = vec, seeds
+        self.obs, _ = vec.reset(seed=list(seeds))
+
+    def step(self, arms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        obs, rewards, _, _, infos = self.vec.step(arms)
+        return obs, rewards, infos["regret"]
+
+
 class _SeedBySeed:
     """Any environments: every seed's own ``step`` (the wrappers only check the call order, which the loop keeps)."""
 
-    def __init__(self, envs, obs):
-        self.steps, self.obs = [e.unwrapped.step for e in envs], obs
+    def __init__(self, envs, seeds):
+        self.seeds = seeds
+        self._obs = [env.reset(seed=seed)[0] for env, seed in zip(envs, seeds)]
+        self.steps = [e.unwrapped.step for e in envs]
         self.disjoint = envs[0].unwrapped.constants.structure == "disjoint"
+        self.obs = self._stacked()
 
-    def observations(self) -> np.ndarray:
+    def _stacked(self) -> np.ndarray:
         # the single-seed operand layouts: disjoint rows are one context broadcast over the K arms (stride 0)
         if self.disjoint:
-            return np.broadcast_to(np.stack([o[0] for o in self.obs])[:, None, :], (len(self.obs), *self.obs[0].shape))
-        return np.stack(self.obs)
+            o = self._obs
+            return np.broadcast_to(np.stack([x[0] for x in o])[:, None, :], (len(o), *o[0].shape))
+        return np.stack(self._obs)
 
-    def step(self, arms) -> tuple[np.ndarray, np.ndarray]:
+    def step(self, arms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         rewards, regrets = np.empty(len(arms)), np.empty(len(arms))
         for s, arm in enumerate(arms):
-            self.obs[s], rewards[s], _, _, info = self.steps[s](arm)
+            self._obs[s], rewards[s], _, _, info = self.steps[s](arm)
             regrets[s] = info["regret"]
-        return rewards, regrets
-
-
-class _Lockstep:
-    """:class:`~dpbandit.envs.glm.GLMBanditEnv` s read together: ``step`` of every seed at once, from the blocks of
-    rounds each environment pre-generated from its own streams (same block sizes, so their blocks end together).
-    The same values as ``GLMBanditEnv.step``: reward ``rewards[i, a]``, regret ``best[i] - means[i, a]``."""
-
-    def __init__(self, envs):
-        self.envs = [e.unwrapped for e in envs]
-        self.disjoint = self.envs[0].constants.structure == "disjoint"
-        self.rows = np.arange(len(envs))
-        self._load()
-
-    def _load(self) -> None:
-        es = self.envs
-        self.X = np.stack([e._obs[:, 0] if self.disjoint else e._obs for e in es])  # (S, n, d) or (S, n, K, d)
-        self.means = np.stack([e._mean_rewards for e in es])
-        self.rewards = np.stack([e._rewards for e in es])
-        self.best = np.array([e._best for e in es])
-
-    def observations(self) -> np.ndarray:
-        i = self.envs[0]._i
-        if self.disjoint:
-            return np.broadcast_to(self.X[:, i, None, :], (len(self.envs), self.envs[0].n_arms, self.envs[0].dim))
-        return self.X[:, i]
-
-    def step(self, arms) -> tuple[np.ndarray, np.ndarray]:
-        e0, i, a = self.envs[0], self.envs[0]._i, np.asarray(arms)
-        rewards = self.rewards[self.rows, i, a]
-        regrets = self.best[:, i] - self.means[self.rows, i, a]
-        for e in self.envs:
-            e._t += 1
-            e._i += 1
-        if e0._t < e0.horizon and e0._i == len(e0._best):
-            for e in self.envs:
-                e._next_block()
-            self._load()
-        return rewards, regrets
+        return self._stacked(), rewards, regrets

@@ -36,6 +36,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         changes["seeds"] = args.seeds
     if args.n_jobs is not None:
         changes["n_jobs"] = args.n_jobs
+    if args.batch is not None:
+        changes["batch"] = args.batch
     if args.horizon is not None:
         changes["envs"] = tuple(EnvSpec(e.id, {**e.kwargs, "horizon": args.horizon}, e.label) for e in config.envs)
     if changes:
@@ -131,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seeds", type=_positive_int, help="number of seeds (overrides the config)")
     run.add_argument("--n-jobs", dest="n_jobs", type=_positive_int, help="parallel jobs (overrides the config)")
     run.add_argument("--horizon", type=_positive_int, help="horizon T (overrides the config)")
+    run.add_argument("--batch", choices=("auto", "off"),
+                     help="auto: seeds of agents with a batched form run in lockstep, same results (the default); "
+                          "off: every seed alone (overrides the config)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument(
         "--fresh", action="store_true", help="discard an earlier run of this name instead of resuming it"

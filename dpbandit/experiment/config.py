@@ -5,6 +5,7 @@ A configuration names one environment, a list of agents, the seeds and how to re
     name = "quick"
     seeds = 5                  # an int n means seeds 0..n-1; or an explicit list [0, 7, 11]
     n_jobs = 2                 # parallel (agent, seed) jobs; 1 runs in this process
+    batch = "auto"             # "auto": seeds of agents with a batched form run in lockstep (same results); "off"
     checkpoints = 100          # number of recorded rounds (log- and linearly spaced), or "all"
     out = "runs"               # parent folder of the run directory
 
@@ -28,7 +29,7 @@ environment ids or agent types, and invalid hyperparameters (each agent is built
 
 A configuration expands to (environment, agent, seed) jobs. Its :meth:`ExperimentConfig.config_hash` covers
 everything that determines the results (environments, agents, seeds, checkpoints, name) and not how they are
-computed (``n_jobs``, ``out``), so a resumed run can tell whether it is still the same experiment.
+computed (``n_jobs``, ``batch``, ``out``), so a resumed run can tell whether it is still the same experiment.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dpbandit.validation import check_int, check_run_name
+from dpbandit.validation import check_choice, check_int, check_run_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,13 +52,15 @@ else:  # pragma: no cover
 
 __all__ = [
     "AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "make_env", "parse_seeds", "config_digest",
-    "DEFAULT_CONFIG",
+    "DEFAULT_CONFIG", "BATCH_MODES",
 ]
 
 #: The packaged default experiment run by ``dpbandit run`` without ``--config``.
 DEFAULT_CONFIG = Path(__file__).with_name("configs") / "quick.toml"
 
-_TOP_KEYS = {"name", "seeds", "n_jobs", "checkpoints", "out", "env", "envs", "agents"}
+_TOP_KEYS = {"name", "seeds", "n_jobs", "batch", "checkpoints", "out", "env", "envs", "agents"}
+#: ``batch`` values: lockstep seeds where the agent has a batched form (bit-identical results), or never.
+BATCH_MODES = ("auto", "off")
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,9 @@ class ExperimentConfig:
     """A whole experiment: environments × agents × seeds.
 
     Give one environment as ``env_id`` + ``env_kwargs`` or several as ``envs`` (a sequence of :class:`EnvSpec`).
-    ``checkpoints`` is the number of recorded rounds (``None`` records every round).
+    ``checkpoints`` is the number of recorded rounds (``None`` records every round). ``batch``: ``"auto"`` runs
+    the seeds of an agent with a batched form (:mod:`dpbandit.agents.batched`) in lockstep, with results identical
+    to seed-by-seed runs; ``"off"`` runs every seed alone.
     """
 
     env_id: str | None = None
@@ -130,6 +135,7 @@ class ExperimentConfig:
     name: str = "experiment"
     out: str = "runs"
     envs: tuple[EnvSpec, ...] = ()
+    batch: str = "auto"
 
     def __post_init__(self):
         if self.envs:
@@ -153,6 +159,7 @@ class ExperimentConfig:
         object.__setattr__(self, "agents", agents)
         object.__setattr__(self, "seeds", parse_seeds(self.seeds))
         check_int("n_jobs", self.n_jobs, low=1)
+        check_choice("batch", self.batch, BATCH_MODES)
         if self.checkpoints is not None:
             check_int("checkpoints", self.checkpoints, low=2)
         check_run_name(self.name)
@@ -165,6 +172,7 @@ class ExperimentConfig:
             "name": self.name,
             "seeds": list(self.seeds),
             "n_jobs": self.n_jobs,
+            "batch": self.batch,
             "checkpoints": "all" if self.checkpoints is None else self.checkpoints,
             "out": self.out,
             "envs": [{"id": e.id, "label": e.label, **e.kwargs} for e in self.envs],
@@ -172,8 +180,15 @@ class ExperimentConfig:
         }
 
     def config_hash(self) -> str:
-        """SHA-256 of everything that determines the results (not ``n_jobs`` or ``out``)."""
-        return config_digest({k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "out")})
+        """SHA-256 of everything that determines the results (not ``n_jobs``, ``batch`` or ``out``), including the
+        contents of the data files environments read (``data = "path.csv"``): editing the file makes it a different
+        experiment, so a resumed run never mixes jobs computed on different data."""
+        data = {k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "batch", "out")}
+        files = {e.label: _file_digest(e.kwargs["data"]) for e in self.envs
+                 if isinstance(e.kwargs.get("data"), (str, Path)) and Path(e.kwargs["data"]).is_file()}
+        if files:  # absent otherwise: hashes of experiments without data files are unchanged
+            data["data_sha256"] = files
+        return config_digest(data)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ExperimentConfig":
@@ -202,6 +217,7 @@ class ExperimentConfig:
             agents=tuple(_agent_from_mapping(a, i) for i, a in enumerate(agents)),
             seeds=data.get("seeds", 5),
             n_jobs=data.get("n_jobs", 1),
+            batch=data.get("batch", "auto"),
             checkpoints=checkpoints,
             name=data.get("name", "experiment"),
             out=data.get("out", "runs"),
@@ -215,25 +231,30 @@ class ExperimentConfig:
             changes = {**changes, "env_id": None, "env_kwargs": {}}
         return dataclasses.replace(self, **changes)
 
-    def validate(self) -> None:
+    def validate(self) -> dict[tuple[int, int], tuple[type, int]]:
         """Build the environment and every agent once, so bad ids or hyperparameters fail before any job runs.
 
         Agents given as ``"package.module:ClassName"`` come last: their module is imported (its code runs) only
-        after every environment and every other agent of the configuration has been validated."""
+        after every environment and every other agent of the configuration has been validated. Returns, per
+        (environment index, agent index), the agent's class and its memory estimate in bytes."""
         from dpbandit.agents import make_agent
+
+        built = {}
 
         imported = [isinstance(spec.type, str) and ":" in spec.type for spec in self.agents]
         for second_pass in (False, True):
             specs = [spec for spec, late in zip(self.agents, imported) if late == second_pass]
             if second_pass and not specs:
                 break
-            for env_spec in self.envs:
+            for e, env_spec in enumerate(self.envs):
                 env = make_env(env_spec.id, **env_spec.kwargs)
                 try:
                     for spec in specs:
-                        make_agent(spec.type, env, **spec.params)
+                        agent = make_agent(spec.type, env, **spec.params)
+                        built[e, self.agents.index(spec)] = (type(agent), agent.memory_estimate())
                 finally:
                     env.close()
+        return built
 
 
 def make_env(env_id: str, **kwargs: Any) -> Any:
@@ -291,6 +312,14 @@ def _agent_from_mapping(data: Any, index: int) -> AgentSpec:
         raise ValueError(f"agents[{index}] must be a table with a 'type' key, got {data!r}")
     params = {k: v for k, v in data.items() if k not in ("type", "label")}
     return AgentSpec(type=data["type"], label=data.get("label", ""), params=params)
+
+
+def _file_digest(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def config_digest(data: Mapping[str, Any]) -> str:

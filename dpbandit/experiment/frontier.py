@@ -42,7 +42,7 @@ import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, hyperparameters, make_agent
-from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, make_env, parse_seeds
+from dpbandit.experiment.config import BATCH_MODES, AgentSpec, EnvSpec, ExperimentConfig, make_env, parse_seeds
 from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.frontier_report import (
     RESULT_COLUMNS,
@@ -56,7 +56,7 @@ from dpbandit.experiment.results import package_versions, write_atomic, write_js
 from dpbandit.experiment.rundir import LOCK_FILE
 from dpbandit.experiment.runner import run_experiment
 from dpbandit.privacy.report import CORRECT
-from dpbandit.validation import check_delta, check_epsilon, check_int, check_run_name
+from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_run_name
 
 __all__ = ["EPSILONS", "HORIZONS", "QUICK", "RESULT_COLUMNS", "FrontierConfig", "FrontierResult", "run_frontier",
            "frontier_table", "first_epsilon_beating", "beating_lines", "plot_frontier", "main"]
@@ -126,6 +126,7 @@ class FrontierConfig:
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     agent_params: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     n_jobs: int = 2
+    batch: str = "auto"
     checkpoints: int = 20
     name: str = "frontier"
     out: str = "runs"
@@ -150,6 +151,7 @@ class FrontierConfig:
             if {"epsilon", "delta"} & set(params):
                 raise ValueError(f"agent_params[{n!r}] must not set epsilon or delta (set by the sweep)")
         check_int("n_jobs", self.n_jobs, low=1)
+        check_choice("batch", self.batch, BATCH_MODES)
         check_int("checkpoints", self.checkpoints, low=2)
         check_run_name(self.name)
 
@@ -173,7 +175,7 @@ class FrontierConfig:
             labels[name] = (name, math.inf, "reference")
         envs = tuple(EnvSpec(self.env_id, {**self.env_kwargs, "horizon": T}, self.env_label(T)) for T in self.horizons)
         config = ExperimentConfig(envs=envs, agents=tuple(specs), seeds=self.seeds, n_jobs=self.n_jobs,
-                                  checkpoints=self.checkpoints, name="sweep")
+                                  batch=self.batch, checkpoints=self.checkpoints, name="sweep")
         return config, labels
 
     def to_dict(self) -> dict:
@@ -181,7 +183,8 @@ class FrontierConfig:
             "env_id": self.env_id, "env_kwargs": dict(self.env_kwargs), "agents": list(self.agents),
             "epsilons": [epsilon_text(e) for e in self.epsilons], "horizons": list(self.horizons),
             "seeds": list(self.seeds), "delta": self.delta, "references": list(self.references),
-            "agent_params": dict(self.agent_params), "n_jobs": self.n_jobs, "checkpoints": self.checkpoints,
+            "agent_params": dict(self.agent_params), "n_jobs": self.n_jobs, "batch": self.batch,
+            "checkpoints": self.checkpoints,
             "name": self.name,
         }
 
@@ -326,6 +329,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=_int_arg, help="number of seeds (default 5)")
     parser.add_argument("--delta", type=float, help="delta of every private agent (default: each agent's, 1/T)")
     parser.add_argument("--n-jobs", dest="n_jobs", type=_int_arg, help="parallel jobs (default 2)")
+    parser.add_argument("--batch", choices=BATCH_MODES, help="auto (default): seeds of agents with a batched form "
+                        "run in lockstep, same results; off: every seed alone")
     parser.add_argument("--out", help="parent folder of the run directory (default: runs)")
     parser.add_argument("--quick", action="store_true",
                         help="tiny grid (epsilon 1, 16, inf; T = 500, 2000; 2 seeds): well under a minute")
@@ -340,7 +345,7 @@ def config_from_args(args: argparse.Namespace) -> FrontierConfig:
     for key in ("agents", "epsilons", "horizons"):
         if getattr(args, key):
             kwargs[key] = tuple(getattr(args, key))
-    for key in ("seeds", "delta", "n_jobs", "out"):  # explicit options override --quick
+    for key in ("seeds", "delta", "n_jobs", "batch", "out"):  # explicit options override --quick
         if getattr(args, key) is not None:
             kwargs[key] = getattr(args, key)
     return FrontierConfig(**kwargs)

@@ -65,6 +65,11 @@ __all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS"
 
 #: Where jobs run: this machine (in-process or joblib processes) or a dask.distributed cluster.
 BACKENDS: tuple[str, ...] = ("local", "dask")
+#: Most seeds of one (environment, agent) pair run in lockstep by ``batch = "auto"`` (benchmarks/batch_benchmark.py:
+#: the gain flattens out by 16 seeds, while a unit's results are stored only when all its seeds finish).
+BATCH_SEEDS = 16
+#: Most bytes of agent state (the agents' memory estimates) one lockstep unit may hold.
+BATCH_MEMORY = 2**30
 #: File formats of a run's results and summary tables (parquet needs pyarrow: ``pip install 'dpbandit[parquet]'``).
 FORMATS: tuple[str, ...] = ("csv", "parquet")
 
@@ -133,6 +138,32 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
         rounds = int(env.unwrapped.constants.horizon)
     finally:
         env.close()
+    return _job_output(config, job, frame, agent, seconds, rounds, 1)
+
+
+def _run_unit(config: ExperimentConfig, unit: tuple[int, int, tuple[int, ...]]) -> list[tuple[tuple, tuple]]:
+    """Run the seeds of execution unit (environment, agent, seeds): alone, or in lockstep through the agent's
+    batched form (:func:`~dpbandit.experiment.batch.simulate_batch`, the same frames); ``[(job, (frame, meta))]``."""
+    env_index, agent_index, seeds = unit
+    if len(seeds) == 1:
+        job = (env_index, agent_index, seeds[0])
+        return [(job, _run_job(config, job))]
+    from dpbandit.experiment.batch import simulate_batch_agents  # batch imports this module
+
+    env_spec, spec = config.envs[env_index], config.agents[agent_index]
+    start = time.perf_counter()
+    frames, agents = simulate_batch_agents(env_spec, AgentSpec(spec.type, spec.label, spec.params), seeds,
+                                           config.checkpoints)
+    seconds = (time.perf_counter() - start) / len(seeds)  # a lockstep run's wall time, shared equally
+    rounds = int(agents[0].constants.horizon)
+    return [((env_index, agent_index, seed), _job_output(config, (env_index, agent_index, seed), frame, agent,
+                                                         seconds, rounds, len(seeds)))
+            for seed, frame, agent in zip(seeds, frames, agents)]
+
+
+def _job_output(config, job, frame, agent, seconds, rounds, batch) -> tuple[pd.DataFrame, dict]:
+    env_index, agent_index, seed = job
+    env_spec, spec = config.envs[env_index], config.agents[agent_index]
     frame.insert(0, "seed", seed)
     frame.insert(0, "agent", spec.label)
     frame.insert(0, "env_id", env_spec.label)
@@ -145,10 +176,34 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
         "seed": seed,
         "rounds": rounds,
         "seconds": seconds,
+        "batch": batch,  # seeds run in lockstep with this one (1: alone)
         "private": is_private(report),  # from the guarantee, not the class: epsilon = inf runs are not private
         "privacy_report": None if report is None else report.to_dict(),
     }
     return frame, meta
+
+
+def _units(config: ExperimentConfig, todo: Sequence[tuple[int, int, int]],
+           built: dict[tuple[int, int], tuple[type, int]]) -> list[tuple[int, int, tuple[int, ...]]]:
+    """The jobs still to run as execution units ``(env, agent, seeds)``, in configuration order. With
+    ``config.batch == "auto"`` the seeds of an agent with a batched form share units of at most
+    :data:`BATCH_SEEDS` seeds and :data:`BATCH_MEMORY` bytes of agent state, split further when there would be fewer
+    units than ``n_jobs`` (every worker gets one); every other job is a unit of one seed."""
+    from dpbandit.agents.batched import has_batched_form
+
+    pending: dict[tuple[int, int], list[int]] = {}
+    for e, a, seed in todo:
+        pending.setdefault((e, a), []).append(seed)
+    spread = -(-config.n_jobs // max(1, len(pending)))  # units per pair so that every worker has one
+    units = []
+    for (e, a), seeds in pending.items():
+        cls, memory = built[e, a]
+        if config.batch == "off" or not has_batched_form(cls):
+            units.extend((e, a, (seed,)) for seed in seeds)
+            continue
+        size = max(1, min(BATCH_SEEDS, BATCH_MEMORY // max(memory, 1), -(-len(seeds) // spread)))
+        units.extend((e, a, tuple(seeds[i: i + size])) for i in range(0, len(seeds), size))
+    return units
 
 
 @dataclass(frozen=True)
@@ -195,16 +250,16 @@ def run_experiment(
             import pyarrow  # noqa: F401
         except ImportError:
             raise ValueError("format='parquet' needs pyarrow: pip install 'dpbandit[parquet]'") from None
-    config.validate()
+    built = config.validate()
     if config.n_jobs > 1 or backend == "dask":
         _check_reachable_from_workers(config)
     if out in (None, False):
-        return _run(config, None, progress, backend, dask_address, format)
+        return _run(config, built, None, progress, backend, dask_address, format)
     with open_run_dir(config.out if out is True else out, config.name, config.config_hash(), fresh) as run_dir:
-        return _run(config, run_dir, progress, backend, dask_address, format)
+        return _run(config, built, run_dir, progress, backend, dask_address, format)
 
 
-def _run(config: ExperimentConfig, run_dir: Path | None, progress: bool, backend: str,
+def _run(config: ExperimentConfig, built: dict, run_dir: Path | None, progress: bool, backend: str,
          dask_address: str | None, format: str) -> RunResult:
     manifest: dict[str, Any] = {
         "status": "running",
@@ -225,13 +280,15 @@ def _run(config: ExperimentConfig, run_dir: Path | None, progress: bool, backend
     resumed = len(finished)
     todo = [job for job in jobs if job not in finished]
 
-    def store(job, output):
-        if run_dir is not None:
-            store_job(run_dir, _job_stem(config, job), *output)
-        finished[job] = output
+    def store(unit, outputs):
+        for job, output in outputs:
+            if run_dir is not None:
+                store_job(run_dir, _job_stem(config, job), *output)
+            finished[job] = output
 
-    execute_jobs(partial(_run_job, config), todo, store, n_jobs=config.n_jobs, desc=f"{config.name} jobs",
-                 progress=progress, backend=backend, dask_address=dask_address)
+    execute_jobs(partial(_run_unit, config), _units(config, todo, built), store, n_jobs=config.n_jobs,
+                 desc=f"{config.name} jobs", progress=progress, backend=backend, dask_address=dask_address,
+                 size=lambda unit: len(unit[2]))
 
     outputs = [finished[job] for job in jobs]  # configuration order: env, agent, seed
     results = pd.concat([f for f, _ in outputs], ignore_index=True)[list(COLUMNS)]
@@ -303,9 +360,11 @@ def execute_jobs(
     progress: bool = True,
     backend: str = "local",
     dask_address: str | None = None,
+    size: Callable[[Any], int] | None = None,
 ) -> None:
     """Run ``run_job(job)`` for every job and hand each output to ``store(job, output)`` in this process as soon as
-    it arrives (in completion order), so a killed run keeps every job stored before it died.
+    it arrives (in completion order), so a killed run keeps every job stored before it died. ``size(job)``: what a
+    job counts for on the progress bar (default 1).
 
     ``backend="local"``: this process when ``n_jobs == 1`` (or one job), else ``n_jobs`` joblib processes;
     ``"dask"``: a ``dask.distributed`` cluster at ``dask_address`` (a local one of ``n_jobs`` workers when None).
@@ -317,21 +376,25 @@ def execute_jobs(
         from tqdm import tqdm  # disabled bar; tqdm.auto would warn in notebooks without ipywidgets
 
     check_choice("backend", backend, BACKENDS)
-    bar = tqdm(total=len(jobs), desc=desc, unit="job", disable=not progress or not jobs)
+    size = size or (lambda job: 1)
+    bar = tqdm(total=sum(map(size, jobs)), desc=desc, unit="job", disable=not progress or not jobs)
+
+    def done(job, output):
+        store(job, output)
+        bar.update(size(job))
+
     try:
         if backend == "dask":
-            _execute_dask(run_job, jobs, store, bar, n_jobs, dask_address)
+            _execute_dask(run_job, jobs, done, n_jobs, dask_address)
         elif n_jobs == 1 or len(jobs) <= 1:
             for job in jobs:
-                store(job, run_job(job))
-                bar.update()
+                done(job, run_job(job))
         else:
             from joblib import Parallel, delayed
 
             parallel = Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator_unordered")
             for job, output in parallel(delayed(_run_tagged)(run_job, job, os.getpid()) for job in jobs):
-                store(job, output)
-                bar.update()
+                done(job, output)
     finally:
         bar.close()
 
@@ -362,7 +425,7 @@ def _watch_driver(driver: int, period: float = 0.5) -> None:
     threading.Thread(target=watch, name="dpbandit-driver-watchdog", daemon=True).start()
 
 
-def _execute_dask(run_job, jobs, store, bar, n_jobs, dask_address) -> None:
+def _execute_dask(run_job, jobs, done, n_jobs, dask_address) -> None:
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -375,8 +438,7 @@ def _execute_dask(run_job, jobs, store, bar, n_jobs, dask_address) -> None:
         futures = [client.submit(_run_tagged, run_job, job, os.getpid(), pure=False) for job in jobs]
         for future in as_completed(futures):
             job, output = future.result()
-            store(job, output)
-            bar.update()
+            done(job, output)
     finally:
         client.close()
         if cluster is not None:

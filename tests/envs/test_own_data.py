@@ -169,3 +169,25 @@ def test_every_registered_id_accepts_render_mode_none():
         kwargs = {"X": np.eye(4), "y": [0, 1, 2, 3]} if env_id.endswith(("Classification-v0", "Regression-v0")) else {}
         env = gymnasium.make(env_id, render_mode=None, horizon=5, **kwargs)
         assert env.render_mode is None
+
+
+def test_an_edited_data_file_is_a_different_experiment(frame, tmp_path):
+    """Resuming after the data file changed would mix jobs computed on two datasets: it is refused (the hash covers
+    the file's contents), and the unchanged file resumes."""
+    from dpbandit.experiment.config import AgentSpec, ExperimentConfig
+
+    path = tmp_path / "users.csv"
+    frame.to_csv(path, index=False)
+    config = ExperimentConfig(env_id="dpbandit/Classification-v0",
+                              env_kwargs={"data": str(path), "target": "animal", "horizon": 50},
+                              agents=(AgentSpec("random"),), seeds=2, name="own")
+    run_experiment(config, out=tmp_path / "runs", progress=False)
+    assert run_experiment(config, out=tmp_path / "runs", progress=False).resumed_jobs == 2
+    frame.iloc[::-1].to_csv(path, index=False)  # same rows, another order: other users per round
+    with pytest.raises(ValueError, match="different experiment"):
+        run_experiment(config, out=tmp_path / "runs", progress=False)
+    from dpbandit.experiment.config import config_digest
+
+    no_file = config.replace(env_id="dpbandit/SparseLinear-v0", env_kwargs={"horizon": 50})
+    unchanged = {k: v for k, v in no_file.to_dict().items() if k not in ("n_jobs", "batch", "out")}
+    assert no_file.config_hash() == config_digest(unchanged)  # without data files: the hash run dirs already hold

@@ -248,3 +248,13 @@ def test_quick_mode_is_small(tmp_path, capsys):
     table = pd.read_csv(tmp_path / "frontier-quick" / "frontier.csv")
     assert set(table["horizon"]) == {500, 2000} and set(table["epsilon"]) == {1.0, 16.0, math.inf}
     assert set(table["seeds"]) == {2}
+
+
+def test_batched_and_seed_by_seed_sweeps_write_byte_identical_results(tmp_path):
+    """Issue 15's determinism acceptance: the sweep's results.csv is the same bytes with batch = "auto" (agents with
+    a batched form run their seeds in lockstep) and "off", for every private agent of the acceptance sweep."""
+    grid = dict(agents=("dp_hdb", "dp_ucb", "fliphat", "episodic_ridge"), epsilons=(1.0, math.inf), horizons=(300,),
+                seeds=3, references=("random", "linucb"), n_jobs=1, checkpoints=10)
+    paths = [run_frontier(FrontierConfig(**grid, batch=mode, name=f"f-{mode}"), out=tmp_path, progress=False)
+             .run_dir / "results.csv" for mode in ("auto", "off")]
+    assert paths[0].read_bytes() == paths[1].read_bytes()

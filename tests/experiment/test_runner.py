@@ -119,7 +119,7 @@ def test_bad_config_fails_before_any_job(tmp_path):
 def test_resume_after_interruption_equals_uninterrupted_run(tmp_path, monkeypatch):
     from dpbandit.experiment import runner
 
-    config = _config(agents=(AgentSpec("random"), AgentSpec("linucb")), seeds=3)
+    config = _config(agents=(AgentSpec("random"), AgentSpec("linucb")), seeds=3, batch="off")  # seed by seed
     reference = run_experiment(config, out=tmp_path / "ref", progress=False).results
 
     real_run_job = runner._run_job
@@ -210,3 +210,62 @@ def test_agents_given_as_classes_or_import_paths():
     assert _config(agents=(AgentSpec(LinUCB),)).to_dict()["agents"][0]["type"] == "dpbandit.agents.linucb:LinUCB"
     with pytest.raises(ValueError, match="cannot be imported"):
         _config(agents=(AgentSpec("nowhere.module:Agent"),)).validate()
+
+
+def test_batched_runs_write_byte_identical_results(tmp_path):
+    """batch = "auto" (LinUCB and greedy seeds in lockstep) and "off" give the same results.csv, byte for byte."""
+    agents = (AgentSpec("random"), AgentSpec("linucb"), AgentSpec("greedy"))
+    paths = {}
+    for mode in ("auto", "off"):
+        config = _config(agents=agents, seeds=5, batch=mode, name=f"b-{mode}", n_jobs=1)
+        result = run_experiment(config, out=tmp_path, progress=False)
+        paths[mode] = result.table_path
+        metas = [json.loads(p.read_text()) for p in sorted((result.run_dir / "jobs").glob("*linucb*.json"))]
+        assert [m["meta"]["batch"] for m in metas] == ([5] * 5 if mode == "auto" else [1] * 5)
+    assert paths["auto"].read_bytes() == paths["off"].read_bytes()
+
+
+def test_units_group_batched_seeds_and_keep_every_worker_busy():
+    from dpbandit.experiment.runner import _units
+
+    config = _config(agents=(AgentSpec("random"), AgentSpec("linucb")), seeds=40, n_jobs=2)
+    built = config.validate()
+    todo = [(0, a, s) for a in range(2) for s in config.seeds if not (a == 1 and s in (3, 4))]
+    units = _units(config, todo, built)
+    assert [u for u in units if u[1] == 0] == [(0, 0, (s,)) for s in config.seeds]  # random: no batched form
+    batched = [u[2] for u in units if u[1] == 1]
+    assert [len(b) for b in batched] == [16, 16, 6] and sorted(sum(batched, ())) == [s for s in range(40)
+                                                                                      if s not in (3, 4)]
+    alone = _config(agents=(AgentSpec("linucb"),), seeds=6, n_jobs=2)
+    assert [len(u[2]) for u in _units(alone, [(0, 0, s) for s in range(6)], alone.validate())] == [3, 3]
+    off = alone.replace(batch="off")
+    assert len(_units(off, [(0, 0, s) for s in range(6)], off.validate())) == 6
+
+
+def test_batch_mode_is_validated_and_not_part_of_the_experiment(tmp_path):
+    with pytest.raises(ValueError, match="batch"):
+        _config(batch="yes")
+    assert _config(batch="off").config_hash() == _config().config_hash()
+
+
+def test_a_killed_batched_run_keeps_finished_units_and_resumes_to_the_same_table(tmp_path, monkeypatch):
+    from dpbandit.experiment import batch
+
+    config = _config(agents=(AgentSpec("linucb"),), seeds=40, name="k")  # units of 16, 16, 8 seeds
+    reference = run_experiment(config.replace(batch="off"), progress=False).results
+    real, calls = batch.simulate_batch_agents, []
+
+    def dying(*args, **kwargs):
+        calls.append(args[2])
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # killed while the second unit runs
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch, "simulate_batch_agents", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(config, out=tmp_path, progress=False)
+    assert len(list((tmp_path / "k" / "jobs").glob("*.json"))) == 16  # the first unit's seeds are kept
+    monkeypatch.setattr(batch, "simulate_batch_agents", real)
+    resumed = run_experiment(config, out=tmp_path, progress=False)
+    assert resumed.resumed_jobs == 16
+    pd.testing.assert_frame_equal(resumed.results, reference, check_exact=True)

@@ -18,7 +18,7 @@ import numpy as np
 from dpbandit.agents.baselines import Greedy
 from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
 from dpbandit.agents.linucb import LinUCB
-from dpbandit.agents.ridge import subtract_outer
+from dpbandit.agents.ridge import _subtract_outer_blas, dger, subtract_outer
 
 __all__ = ["BatchedRidge"]
 
@@ -44,6 +44,7 @@ class BatchedRidge:
         for s, a in enumerate(agents):
             a.ridge.W, a.ridge._b, a.ridge.counts = self.W[s], self.B[s], self.C[s]
         self.rows = np.arange(len(agents))
+        self._WT = [[w.T for w in Ws] for Ws in self.W]  # per seed and model: the Fortran view dger updates
 
     @classmethod
     def build(cls, agents) -> "BatchedRidge | None":
@@ -84,8 +85,12 @@ class BatchedRidge:
         scale = 1.0 / (1.0 + np.matmul(X[:, None, :], u[:, :, None])[:, 0, 0])
         c = r * scale[:, None]
         c[:, d] = (r[:, d] - y) * scale
-        for s, m in enumerate(models):
-            subtract_outer(W[s, m], c[s], u[s])
+        if subtract_outer is _subtract_outer_blas:  # its body, with the views made once (same calls, same bits)
+            for WT, m, cs, us in zip(self._WT, models.tolist(), c, u):
+                dger(-1.0, us, cs, a=WT[m], overwrite_a=1)
+        else:
+            for s, m in enumerate(models):
+                subtract_outer(W[s, m], c[s], u[s])
         self.B[rows, models] += y[:, None] * X
         self.C[rows, models] += 1
 
