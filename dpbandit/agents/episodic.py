@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import abc
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,6 +241,17 @@ class EpisodicCurator(Curator):
         self._t += 1
         if self._t == self._next_end:
             self._end_episode()
+
+    @staticmethod
+    def served_together(curators: Sequence[EpisodicCurator]) -> None:
+        """:meth:`served` of curators in lockstep (one schedule, all at the same user: the seeds of a batched form),
+        the counts in one loop, then every curator's release if the episode is complete."""
+        for c in curators:
+            c._n += 1
+            c._t += 1
+        if curators[0]._t == curators[0]._next_end:
+            for c in curators:
+                c._end_episode()
 
     @property
     def n_buffered(self) -> int:

@@ -11,6 +11,7 @@ import pytest
 from dpbandit.agents import make_agent
 from dpbandit.agents.batched import batched_form
 from dpbandit.agents.batched.episodic import BatchedEpisodicRidge, BatchedFLIPHAT
+from dpbandit.optim.gg_calibration import PublishedSettingWarning
 
 ENV = {"n_arms": 3, "dim": 4, "horizon": 40, "theta": "dense"}
 
@@ -111,3 +112,14 @@ def test_act_breaks_ties_with_each_seeds_stream_and_refuses_nan():
     policy.theta[2, 2, 0] = 1.0
     with pytest.raises(ValueError, match="NaN"):
         policy.act(obs)
+
+
+def test_infinite_reward_refused_under_an_unbounded_clip():
+    with pytest.warns(PublishedSettingWarning):  # the published code's setting clips nothing per round
+        agents = _agents("fliphat", [0, 1], "shared", published_setting_not_private=True, first_episode=4)
+    policy = batched_form(agents)
+    assert agents[0].curator.clip.high == math.inf
+    with pytest.raises(ValueError, match="reward must be a finite number"):
+        policy.update(np.zeros((2, 3, 4)), np.array([0, 0]), np.array([0.0, math.inf]))
+    policy.update(np.zeros((2, 3, 4)), np.array([0, 0]), np.array([0.0, 1e300]))
+    assert agents[1].curator._rewards[0] == 1e300

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
+from dpbandit.agents.episodic import EpisodicCurator
 from dpbandit.agents.episodic_ridge import EpisodicRidge, ridge_scores
 from dpbandit.agents.fliphat import FLIPHAT, greedy_scores
 
@@ -56,20 +57,23 @@ class BatchedEpisodic(abc.ABC):
         for s, cur in enumerate(self.curators):
             cur.use_buffers(self.X[s], self.A[s], self.Y[s])
         self.rows = np.arange(S)
-        self.served = [cur.served for cur in self.curators]
         self.shape = (c.n_arms, c.dim)
         self.linf = c.context_norm == "linf"
-        self.fast_bound = c.context_bound * (1.0 + _FAST_CHECK_RTOL)
+        bound = c.context_bound * (1.0 + _FAST_CHECK_RTOL)
+        self.fast_bound = bound if self.linf else bound * bound  # on max |x_i|, or on the largest ||x||_2^2
         self.low, self.high = c.clip.low, c.clip.high
+        self.finite_clip = bool(np.isfinite(self.low) and np.isfinite(self.high))
         self.horizon = c.schedule.horizon
         self.releases = c.n_releases
         self._stack()
 
     @classmethod
     def build(cls, agents) -> "BatchedEpisodic | None":
-        """The batched form, or None unless every seed's curator is at the same user (as after ``reset``)."""
+        """The batched form, or None unless every seed's curator has the same schedule and is at the same user (as
+        after ``reset``)."""
         c0 = agents[0].curator
-        if any(a.curator.t != c0.t or a.curator.n_buffered != c0.n_buffered for a in agents):
+        if any(a.curator.schedule != c0.schedule or a.curator.t != c0.t or a.curator.n_buffered != c0.n_buffered
+               for a in agents):
             return None
         return cls(agents)
 
@@ -97,15 +101,18 @@ class BatchedEpisodic(abc.ABC):
         if obs.shape[1:] != self.shape:
             self._check_each(obs, arms, rewards)
         X = obs[self.rows, arms]  # (S, d) played rows
-        size = np.abs(X).max(axis=1) if self.linf else np.sqrt(np.einsum("sd,sd->s", X, X))
-        if not ((size <= self.fast_bound).all() and np.isfinite(rewards).all() and c0.t < self.horizon):
+        worst = np.abs(X).max() if self.linf else np.einsum("sd,sd->s", X, X).max()  # NaN if any row holds one
+        inside = ((rewards >= self.low) & (rewards <= self.high)).all()  # False if any is NaN
+        finite = (inside and self.finite_clip) or np.isfinite(rewards).all()
+        if not (worst <= self.fast_bound and c0.t < self.horizon and finite):
             self._check_each(obs, arms, rewards)
         self.X[:, i] = X
         self.A[:, i] = arms
-        # RewardClip.clip, min(max(y, low), high), elementwise with the same comparisons
-        self.Y[:, i] = np.where(rewards < self.low, self.low, np.where(rewards > self.high, self.high, rewards))
-        for served in self.served:
-            served()
+        if inside:  # RewardClip.clip is the identity
+            self.Y[:, i] = rewards
+        else:  # RewardClip.clip, min(max(y, low), high), elementwise with the same comparisons
+            self.Y[:, i] = np.where(rewards < self.low, self.low, np.where(rewards > self.high, self.high, rewards))
+        EpisodicCurator.served_together(self.curators)
         if c0.n_releases != self.releases:  # an episode ended: every seed's curator released (lockstep schedules)
             self.releases = c0.n_releases
             for a, cur in zip(self.agents, self.curators):
