@@ -222,3 +222,16 @@ def test_checked_user_returns_row_arm_clipped_reward_without_buffering():
     assert (arm, reward) == (1, 1.0) and type(arm) is int and cur.t == 0 and cur.n_buffered == 0
     with pytest.raises(ValueError, match="context_bound"):
         cur.checked_user(np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 0.0]]), 1, 0.0)
+
+
+def test_served_together_counts_every_lockstep_curator_and_releases_each_at_the_episode_end():
+    curators = [make_curator(T=20, first=2) for _ in range(3)]
+    for k, cur in enumerate(curators):
+        cur._X[0] = (0.1 * k, 0.0)  # the row a batched form wrote for its seed
+    EpisodicCurator.served_together(curators)
+    assert all(c.t == 1 and c.n_buffered == 1 and c.n_releases == 0 for c in curators)
+    EpisodicCurator.served_together(curators)
+    assert all(c.t == 2 and c.n_buffered == 0 and c.n_releases == 1 for c in curators)
+    for k, cur in enumerate(curators):  # each released its own buffer, then forgot it
+        np.testing.assert_array_equal(cur.release().X, [[0.1 * k, 0.0], [0.0, 0.0]])
+        assert not cur._X.any()

@@ -15,8 +15,10 @@ ledger). What runs batched, per round:
 * **Buffer**: the S played rows, arms and clipped rewards are written at once into stacked (S, n, d), (S, n) and
   (S, n) buffers whose slices *are* the curators' buffers (:meth:`EpisodicCurator.use_buffers`), after the checks
   of :meth:`EpisodicCurator.observe` done for all seeds at once; if any check fails, every seed's own
-  :meth:`EpisodicCurator.checked_user` runs, so the error raised is the single path's. Each curator then counts
-  its user (:meth:`EpisodicCurator.served`), which at an episode's end runs that seed's own release.
+  :meth:`EpisodicCurator.checked_user` runs, so the error raised is the single path's. The reward clip
+  (``min(max(y, low), high)``) is skipped when every reward is inside, else done with the same comparisons. Each
+  curator then counts its user (:meth:`EpisodicCurator.served_together`), which at an episode's end runs every
+  seed's own release.
 
 Per seed, once per episode: the release (noise from the seed's privacy stream; the ledger is the single-seed one)
 and the re-stacking of the released parameters.
