@@ -123,3 +123,32 @@ def test_infinite_reward_refused_under_an_unbounded_clip():
         policy.update(np.zeros((2, 3, 4)), np.array([0, 0]), np.array([0.0, math.inf]))
     policy.update(np.zeros((2, 3, 4)), np.array([0, 0]), np.array([0.0, 1e300]))
     assert agents[1].curator._rewards[0] == 1e300
+
+
+@pytest.mark.parametrize("S,K,d", [(16, 2, 50), (16, 10, 20), (10, 5, 50), (3, 4, 7), (19, 3, 129), (1, 1, 1)])
+def test_score_functions_rows_are_bit_for_bit_the_single_calls(S, K, d):
+    """The batched forms rely on it: each seed's row of a stacked call is exactly its own call (numpy runs the
+    same per-row kernels), for the layouts simulate_batch passes (a seed-strided block slice; a context broadcast
+    over the arms with stride 0, as the disjoint environments show it)."""
+    from dpbandit.agents.episodic_ridge import ridge_scores
+    from dpbandit.agents.fliphat import greedy_scores
+
+    rng = np.random.default_rng(S * 1000 + K * 100 + d)
+    full = rng.standard_normal((S, 3, K, d))[:, 1]
+    broadcast = np.broadcast_to(rng.standard_normal((S, 2, d))[:, 1, None, :], (S, K, d))
+    theta_k, theta = rng.standard_normal((S, K, d)), rng.standard_normal((S, d))
+    theta_1 = rng.standard_normal((S, 1, d))
+    A = rng.standard_normal((S, K + 1, d, d))
+    v_inv = np.einsum("smij,smkj->smik", A, A)  # positive semi-definite, as V^{-1}
+    for O in (full, broadcast):
+        cases = [
+            (greedy_scores(theta_k, O), [greedy_scores(theta_k[s], O[s]) for s in range(S)]),
+            (greedy_scores(theta, O), [greedy_scores(theta[s], O[s]) for s in range(S)]),
+            (ridge_scores(theta_1, v_inv[:, :1], 0.7, True, O),
+             [ridge_scores(theta_1[s], v_inv[s, :1], 0.7, True, O[s]) for s in range(S)]),
+            (ridge_scores(theta_k, v_inv[:, :K], 0.7, False, O),
+             [ridge_scores(theta_k[s], v_inv[s, :K], 0.7, False, O[s]) for s in range(S)]),
+        ]
+        for batched, rows in cases:
+            assert batched.shape == (S, K)
+            np.testing.assert_array_equal(batched, np.stack(rows))
