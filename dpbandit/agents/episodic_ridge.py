@@ -165,7 +165,8 @@ def ridge_scores(theta: np.ndarray, v_inv: np.ndarray, ucb_alpha: float, shared:
     (``shared``) or m = a. Leading axes (seeds, in the batched form :mod:`dpbandit.agents.batched.episodic`) are
     independent: each row's result is bit for bit the single one."""
     if shared:
-        scores = np.matmul(X, theta[..., 0, :, None])[..., 0]
+        # one seed: its matrix-vector product (what the stacked matmul runs per seed)
+        scores = X @ theta[0] if theta.ndim == 2 else np.matmul(X, theta[..., 0, :, None])[..., 0]
         if ucb_alpha > 0:
             scores = scores + ucb_alpha * np.sqrt(np.einsum("...kd,...de,...ke->...k", X, v_inv[..., 0, :, :], X))
     else:

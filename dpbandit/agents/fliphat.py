@@ -75,6 +75,8 @@ def greedy_scores(theta: np.ndarray, observation: np.ndarray) -> np.ndarray:
     form :mod:`dpbandit.agents.batched.episodic`) are independent: each row's result is bit for bit the single one."""
     if theta.ndim == observation.ndim:
         return np.einsum("...kd,...kd->...k", observation, theta)
+    if theta.ndim == 1:
+        return observation @ theta  # one seed: its matrix-vector product (what the stacked matmul runs per seed)
     return np.matmul(observation, theta[..., None])[..., 0]
 
 
