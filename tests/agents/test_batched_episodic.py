@@ -107,7 +107,7 @@ def test_act_breaks_ties_with_each_seeds_stream_and_refuses_nan():
     for s in (1, 2):  # argmax_random_tie's draw from the seed's own stream
         assert arms[s] == copies[s].integers(3)
         assert agents[s].rng.bit_generator.state == copies[s].bit_generator.state
-    policy.theta[0, 1, 0] = np.nan  # seed 0: NaN (no match), seed 1: a two-way tie, seed 2: none; counts sum to S
+    policy.theta[0, 1, 0] = np.nan  # seed 0: NaN, seed 1: a two-way tie, seed 2: none (match counts sum to S)
     policy.theta[1, :2, 0] = 1.0
     policy.theta[2, 2, 0] = 1.0
     with pytest.raises(ValueError, match="NaN"):

@@ -93,13 +93,7 @@ class BatchedEpisodic(abc.ABC):
         """The action rule's scores of every seed: obs (S, K, d) -> (S, K)."""
 
     def act(self, obs: np.ndarray) -> np.ndarray:
-        scores = self._scores(obs)
-        best = scores.argmax(axis=1)
-        top = scores[self.rows, best]  # NaN where a row holds one (argmax picks it)
-        # no tie and no NaN in any row: the arms are the argmaxes and no generator is touched (as in the single path)
-        if np.count_nonzero(scores == top[:, None]) == len(best) and not np.isnan(top).any():
-            return best
-        return argmax_random_tie_rows(scores, self.rngs)
+        return argmax_random_tie_rows(self._scores(obs), self.rngs)
 
     def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         """:meth:`EpisodicCurator.observe` of every seed (module docstring)."""
