@@ -302,6 +302,11 @@ class EpisodicRidge(PrivateAgent):
                                                   ucb_alpha, reward_clip)
         super().__init__(constants)
 
+    def memory_estimate(self) -> int:
+        """The curator's episode buffer (the longest episode's contexts, arms and rewards) and per model a few
+        (d+1) x (d+1) matrices (statistics, noise, factor): checked before anything is allocated."""
+        return 8 * (self.schedule.max_length * (self.dim + 2) + 4 * self.n_arms * (self.dim + 1) ** 2)
+
     def _make_curator(self, privacy_rng: np.random.Generator) -> EpisodicRidgeCurator:
         return EpisodicRidgeCurator(self.cal, self.schedule, self.n_arms, privacy_rng)
 

@@ -293,6 +293,11 @@ class FLIPHAT(PrivateAgent):
                 + (f"; per-arm counts noised with sigma_c = {self.count_sigma:.4g}, min_count = {self.min_count:.4g}"
                    if self.structure == "disjoint" else ""))
 
+    def memory_estimate(self) -> int:
+        """The curator's episode buffer (the longest episode's contexts, arms and rewards) and N-IHT's work arrays
+        over it (about as large), plus the release: checked before anything is allocated."""
+        return 8 * (2 * self.schedule.max_length * (self.dim + 2) + 4 * self.n_arms * self.dim)
+
     def _make_curator(self, privacy_rng: np.random.Generator) -> FLIPHATCurator:
         return FLIPHATCurator(self, privacy_rng)
 

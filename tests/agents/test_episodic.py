@@ -235,3 +235,19 @@ def test_served_together_counts_every_lockstep_curator_and_releases_each_at_the_
     for k, cur in enumerate(curators):  # each released its own buffer, then forgot it
         np.testing.assert_array_equal(cur.release().X, [[0.1 * k, 0.0], [0.0, 0.0]])
         assert not cur._X.any()
+
+
+def test_episodic_agents_refuse_up_front_what_their_episode_buffers_cannot_hold(monkeypatch):
+    """The episode buffer holds the longest episode (about T/2 users x d): at T = 1e7, d = 10,000 that is ~400 GB,
+    refused by the memory check before any allocation, naming the agent."""
+    import dpbandit.validation as validation
+    from dpbandit.agents import make_agent
+    from dpbandit.envs import GLMBanditEnv
+
+    monkeypatch.setattr(validation, "physical_memory", lambda: 24 * 2**30)
+    env = GLMBanditEnv(n_arms=2, dim=10_000, horizon=10**7, structure="shared", theta="sparse", sparsity=5)
+    for name in ("fliphat", "episodic_ridge"):
+        with pytest.raises(ValueError, match=f"agent '{name}'.*memory"):
+            make_agent(name, env)
+    small = make_agent("fliphat", GLMBanditEnv(n_arms=2, dim=10, horizon=1000))
+    assert small.memory_estimate() >= 8 * small.schedule.max_length * 10
