@@ -36,6 +36,20 @@ CASES = [
      AgentSpec("episodic_ridge", params={"epsilon": 2.0, "ucb_alpha": 1.0})),
     (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}),
      AgentSpec("episodic_ridge", params={"epsilon": float("inf")})),
+    # DP-HDB: warm-ups of 4 x 2 = 8 and 4 x 5 = 20 rounds, then the pre-selection; d = 7 (2d <= 64): inverse CDF
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}),
+     AgentSpec("dp_hdb", params={"epsilon": 2.0, "warmup": 2})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}),
+     AgentSpec("dp_hdb", params={"epsilon": float("inf"), "warmup": 5})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}),
+     AgentSpec("dp_hdb", params={"epsilon": 4.0, "form": "laplace", "warmup": 0})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint", "link": "logistic", "theta_bound": 3.0}),
+     AgentSpec("dp_hdb", params={"epsilon": 8.0, "warmup": 3})),
+    # d = 40 (2d > 64): rejection sampling for near-uniform rows, inverse CDF for the others, default warm-up
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "dim": 40, "structure": "disjoint"}),
+     AgentSpec("dp_hdb", params={"epsilon": 1.0})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "dim": 40, "structure": "disjoint"}),
+     AgentSpec("dp_hdb", params={"epsilon": 16.0, "warmup": 1, "h": 0.05})),
 ]
 
 

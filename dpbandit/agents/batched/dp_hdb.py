@@ -1,0 +1,257 @@
+"""Batched DP-HDB: S seeds' per-arm DP-POFW learners stacked into (S, K, 2d) arrays and advanced in lockstep
+(issue 15).
+
+Each seed's :class:`~dpbandit.optim.pofw.DPPOFWBatch` is re-pointed at its slices of the stacked state (the score
+rows ``[-S, S]`` (S, K, 2d), the vertex sums ``V`` (S, K, d), the envelopes ``max_j |S_ij|`` (S, K) and the last
+vertices (S, K)), so the agent objects stay the live state and any seed can take the single path at any round.
+Per round, batched:
+
+* **Act** (:meth:`DPHDB.action_rule` of every seed): the warm-up's round robin; afterwards the two (K, d) products
+  ``x_i^T thetaF_i`` and ``x_i^T theta_i`` of every seed as one stacked ``matmul`` of (S, K, 1, d) by (S, K, d, 1):
+  numpy runs the single path's (1, d) x (d, 1) kernel per item, on items with the single path's strides, so every
+  score is bit for bit the single one (``tests/agents/test_batched.py``); ``theta = V/(t+1)`` is the release's
+  elementwise division. Ties: :func:`~dpbandit.agents.batched.argmax_random_tie_rows` (each seed's exploration
+  stream, consumed only on a tie).
+* **Curator** (:meth:`HDBCurator.observe` and :meth:`DPPOFWBatch.update_one` of every seed): the checks done for all
+  seeds at once (context bound with a margin that only passes rows the single check passes, ``||x||_inf`` against
+  the feature bound, reward clip ``min(max(y, low), high)`` by the same comparisons, horizon); the played learner's
+  ``V_a . x`` as a stacked (1, d) x (d, 1) ``matmul`` (the single path's vector product, per item); the clamped
+  gradient coefficients elementwise (Python's ``min``/``max`` replayed by ``np.where`` with the same comparisons);
+  the score-row update and its envelope; the vertex moves. Any round a fast check fails (a context over the bound,
+  a zero context, a NaN reward, the horizon, an arm out of range) runs every seed's own ``agent.update``: the single
+  path, which raises its error or does its clip.
+* **Selections**: every random number comes from seed s's privacy stream in the single-seed order (per-seed
+  calls: ``random`` for the inverse CDF and the noise-off LMO, ``laplace`` for report-noisy-max, ``integers`` then
+  ``random`` per rejection round); the array work on them (weights, ``exp``, cumulative sums along the 2d vertices,
+  comparisons, the flat gather of proposals) runs once over all seeds' rows with the single path's elementwise
+  operations and same-axis reductions, hence the same bits.
+
+The curator / action-rule split of :class:`~dpbandit.agents.private.PrivateAgent` holds: the stacked state belongs
+to the curators, and ``act`` reads only what a release holds (``V/(t+1)`` and the frozen forced-sample estimators)
+and the users' own rows. Each seed's ``agent._release`` is materialised at the horizon (and by every single-path
+round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from scipy.special import expit
+
+from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
+from dpbandit.agents.dp_hdb import DPHDB
+from dpbandit.optim.pofw import _REJECTION_BATCH, _REJECTION_SPAN
+
+__all__ = ["BatchedDPHDB"]
+
+#: The batched context check passes a row whose norm is within this relative margin of the bound (the single path
+#: refuses only beyond ``bound (1 + 1e-9)``), so a batched norm a few ulps off cannot pass a row the single refuses.
+_FAST_CHECK_RTOL = 1e-12
+
+
+class BatchedDPHDB:
+    """DP-HDB over S seeds (module docstring)."""
+
+    def __init__(self, agents: Sequence[DPHDB]):
+        self.agents = list(agents)
+        self.curators = [a.curator for a in self.agents]
+        self.engines = [c.learners for c in self.curators]
+        self.rngs = [a.rng for a in self.agents]  # exploration streams (ties)
+        self.prngs = [e.rng for e in self.engines]  # privacy streams (selections)
+        a0, e0 = self.agents[0], self.engines[0]
+        S, K, d = len(self.agents), e0.n_learners, e0.dim
+        self.S, self.K, self.d = S, K, d
+        self.scores = np.stack([e._scores for e in self.engines])  # (S, K, 2d)
+        self.V = np.stack([e.V for e in self.engines])  # (S, K, d)
+        self.s_inf = np.stack([e._s_inf for e in self.engines])  # (S, K)
+        self.last_j = np.stack([e._last_j for e in self.engines])
+        self.last_value = np.stack([e._last_value for e in self.engines])
+        for s, e in enumerate(self.engines):
+            e._scores, e.V, e._s_inf = self.scores[s], self.V[s], self.s_inf[s]
+            self._bind_last(s)
+        self.rows = np.arange(S)
+        self.seed_index = np.repeat(self.rows, K).reshape(S, K)
+        self.arm_index = np.tile(np.arange(K), (S, 1))
+        self.cal = e0.calibration
+        self.loss, self.lipschitz, self.feature_bound = e0.loss, self.cal.lipschitz, e0.feature_bound
+        c = a0.constants
+        self.linf = c.context_norm == "linf"
+        bound = c.context_bound * (1.0 + _FAST_CHECK_RTOL)
+        self.fast_bound = bound if self.linf else bound * bound  # on max |x_i|, or on the largest ||x||_2^2
+        self.low, self.high = a0.reward_range
+        self.h, self.logistic, self.warmup = a0.h, c.link == "logistic", a0.warmup_rounds
+        self.t = e0.t
+        self._stack_forced()
+
+    @classmethod
+    def build(cls, agents) -> "BatchedDPHDB | None":
+        """The batched form, or None unless every seed's agent has the same hyperparameters and calibration and is
+        at the same round (as after ``reset``)."""
+        a0 = agents[0]
+        key = (a0.constants, a0.warmup_rounds, a0.h, a0.reward_range, a0.curator.learners.calibration,
+               a0.curator.round, a0.curator.learners.t)
+        if any((a.constants, a.warmup_rounds, a.h, a.reward_range, a.curator.learners.calibration, a.curator.round,
+                a.curator.learners.t) != key for a in agents):
+            return None
+        return cls(agents)
+
+    def _bind_last(self, s: int) -> None:
+        e = self.engines[s]
+        self.last_j[s], self.last_value[s] = e._last_j, e._last_value
+        e._last_j, e._last_value = self.last_j[s], self.last_value[s]
+
+    def _stack_forced(self) -> None:
+        forced = [c._theta_forced for c in self.curators]
+        self.theta_forced = None if forced[0] is None else np.stack(forced)
+
+    # ------------------------------------------------------------------ action rule
+    def act(self, obs: np.ndarray) -> np.ndarray:
+        if self.theta_forced is None:  # warm-up: round robin
+            return np.full(self.S, self.t % self.K, dtype=np.intp)
+        rows = obs[:, :, None, :]  # (S, K, 1, d)
+        forced = np.matmul(rows, self.theta_forced[..., None])[..., 0, 0]
+        if self.logistic:
+            forced = expit(forced)
+        candidates = forced >= forced.max(axis=1, keepdims=True) - self.h / 2.0
+        theta = self.V / (self.t + 1.0)  # every seed's release
+        scores = np.matmul(rows, theta[..., None])[..., 0, 0]
+        return argmax_random_tie_rows(np.where(candidates, scores, -np.inf), self.rngs)
+
+    # ------------------------------------------------------------------ curator
+    def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        K, d, rows = self.K, self.d, self.rows
+        t = self.t + 1
+        ok = obs.shape[1:] == (K, d) and t <= self.cal.horizon and arms.min() >= 0 and arms.max() < K
+        if ok:
+            X = obs[rows, arms]  # (S, d) played rows
+            x_inf = np.abs(X).max(axis=1)
+            worst = x_inf.max() if self.linf else np.einsum("sd,sd->s", X, X).max()  # NaN if a row holds one
+            y = np.where(self.low > rewards, self.low, rewards)  # min(max(y, low), high) with its comparisons
+            y = np.where(self.high < y, self.high, y)
+            ok = (worst <= self.fast_bound and x_inf.max() <= self.feature_bound and x_inf.min() > 0.0
+                  and np.isfinite(y).all())
+        if not ok:
+            self._single_path(obs, arms, rewards)
+            return
+        self._gradient_step(X, x_inf, arms, y, t)
+        self._select_and_move(t)
+        self._advance(t)
+
+    def _gradient_step(self, X, x_inf, arms, y, t) -> None:
+        """:meth:`DPPOFWBatch.update_one`'s O(d) step of every seed's played learner (elementwise, same bits)."""
+        rows, d = self.rows, self.d
+        vx = np.matmul(self.V[rows, arms][:, None, :], X[:, :, None])[:, 0, 0]
+        if t > 1:
+            z_prev = (vx - self.last_value[rows, arms] * X[rows, self.last_j[rows, arms]]) / (t - 1)
+        else:
+            z_prev = np.zeros_like(vx)
+        limit = self.lipschitz / x_inf
+        now, prev = self._clamp(self.loss.dphi(vx / t, y), limit), self._clamp(self.loss.dphi(z_prev, y), limit)
+        new = self.scores[rows, arms, d:] + ((t + 1.0) * now - t * prev)[:, None] * X
+        self.scores[rows, arms, d:] = new
+        self.scores[rows, arms, :d] = -new
+        low, high = -new.min(axis=1), new.max(axis=1)
+        self.s_inf[rows, arms] = np.where(high > low, high, low)  # max(-row.min(), row.max())
+
+    @staticmethod
+    def _clamp(v: np.ndarray, limit: np.ndarray) -> np.ndarray:
+        v = np.where(-limit > v, -limit, v)  # max(v, -limit)
+        return np.where(limit < v, limit, v)  # min(., limit)
+
+    def _advance(self, t: int) -> None:
+        self.t = t
+        for e, c in zip(self.engines, self.curators):
+            e.t = c.round = t
+        if t == self.warmup:
+            for c in self.curators:
+                c._theta_forced = c.learners.predict()
+            self._stack_forced()
+        if t == self.cal.horizon:
+            self._materialise_releases()
+
+    def _materialise_releases(self) -> None:
+        for a in self.agents:
+            a._release = a.curator.release()
+
+    def _single_path(self, obs, arms, rewards) -> None:
+        """Every seed's own ``agent.update`` (raises the single path's error); then re-stack what it rebinds."""
+        for s, a in enumerate(self.agents):
+            a.update(obs[s], arms[s], rewards[s], {})
+            self._bind_last(s)
+        self.t = self.engines[0].t
+        self._stack_forced()
+
+    # ------------------------------------------------------------------ selections
+    def _select_and_move(self, t: int) -> None:
+        """:meth:`DPPOFWBatch._select_and_move` of every seed."""
+        cal, d = self.cal, self.d
+        if cal.noise_off:
+            k = self._select_exact()
+        else:
+            a = cal.radius / ((t + 1.0) * cal.scale(t))
+            k = self._select_laplace(a) if cal.form == "laplace" else self._select_exponential(a)
+        j = k % d
+        value = np.where(k < d, cal.radius, -cal.radius)
+        self.V[self.seed_index, self.arm_index, j] += value
+        self.last_j[...] = j
+        self.last_value[...] = value
+
+    def _inverse_cdf(self, weights: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """:meth:`DPPOFWBatch._inverse_cdf` of rows of several seeds: ``weights`` (R, 2d), ``seeds`` (R,) sorted;
+        each seed's uniforms are one ``random(n_s)`` call of its privacy stream."""
+        cdf = np.cumsum(weights, axis=1)
+        u = np.empty(len(seeds))
+        lo = 0
+        for s, n in enumerate(np.bincount(seeds, minlength=self.S).tolist()):
+            if n:
+                self.prngs[s].random(out=u[lo: lo + n])
+                lo += n
+        u *= cdf[:, -1]
+        return np.minimum((cdf <= u[:, None]).sum(axis=1), weights.shape[1] - 1)
+
+    def _select_exact(self) -> np.ndarray:
+        weights = (self.scores == self.s_inf[..., None]).astype(float).reshape(self.S * self.K, -1)
+        return self._inverse_cdf(weights, self.seed_index.ravel()).reshape(self.S, self.K)
+
+    def _select_laplace(self, a: float) -> np.ndarray:
+        shape = (self.K, 2 * self.d)
+        noise = np.stack([rng.laplace(0.0, 1.0, shape) for rng in self.prngs])
+        return np.argmax(a * self.scores + noise, axis=2)
+
+    def _select_exponential(self, a: float) -> np.ndarray:
+        envelope = a * self.s_inf  # (S, K)
+        out = np.empty((self.S, self.K), dtype=np.int64)
+        d2 = 2 * self.d
+        if d2 <= 2 * _REJECTION_BATCH:
+            near_uniform = np.zeros(envelope.shape, dtype=bool)
+        else:
+            near_uniform = 2.0 * envelope <= _REJECTION_SPAN
+        if not near_uniform.all():
+            ss, kk = np.nonzero(~near_uniform)  # seed-major, arms ascending: each seed's flatnonzero order
+            weights = np.exp(a * self.scores[ss, kk] - envelope[ss, kk, None])
+            out[ss, kk] = self._inverse_cdf(weights, ss)
+        ss, kk = np.nonzero(near_uniform)
+        flat_scores = self.scores.reshape(-1)
+        while ss.size:
+            counts = np.bincount(ss, minlength=self.S).tolist()
+            proposals, u = [], np.empty((ss.size, _REJECTION_BATCH))
+            lo = 0
+            for s, n in enumerate(counts):
+                if n:
+                    rng = self.prngs[s]
+                    proposals.append(rng.integers(0, d2, size=(n, _REJECTION_BATCH)))
+                    rng.random(out=u[lo: lo + n])
+                    lo += n
+            k = np.concatenate(proposals) if len(proposals) > 1 else proposals[0]
+            logw = a * np.take(flat_scores, k + d2 * (ss * self.K + kk)[:, None])
+            accept = u < np.exp(logw - envelope[ss, kk, None])
+            hit = accept.any(axis=1)
+            first = accept.argmax(axis=1)
+            out[ss[hit], kk[hit]] = k[hit, first[hit]]
+            miss = ~hit
+            ss, kk = ss[miss], kk[miss]
+        return out
+
+
+BATCHED_FORMS[DPHDB] = BatchedDPHDB.build
