@@ -50,6 +50,8 @@ CASES = [
      AgentSpec("dp_hdb", params={"epsilon": 1.0})),
     (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "dim": 40, "structure": "disjoint"}),
      AgentSpec("dp_hdb", params={"epsilon": 16.0, "warmup": 1, "h": 0.05})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "dim": 40, "structure": "disjoint"}),  # envelopes past ln(8)/2
+     AgentSpec("dp_hdb", params={"epsilon": 1e5, "warmup": 1})),
 ]
 
 

@@ -41,7 +41,7 @@ from scipy.special import expit
 
 from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
 from dpbandit.agents.dp_hdb import DPHDB
-from dpbandit.optim.pofw import _REJECTION_BATCH, _REJECTION_SPAN
+from dpbandit.optim import pofw
 
 __all__ = ["BatchedDPHDB"]
 
@@ -223,35 +223,40 @@ class BatchedDPHDB:
         envelope = a * self.s_inf  # (S, K)
         out = np.empty((self.S, self.K), dtype=np.int64)
         d2 = 2 * self.d
-        if d2 <= 2 * _REJECTION_BATCH:
+        if d2 <= 2 * pofw._REJECTION_BATCH:  # the engine's constants, read at the call as the engine does
             near_uniform = np.zeros(envelope.shape, dtype=bool)
         else:
-            near_uniform = 2.0 * envelope <= _REJECTION_SPAN
+            near_uniform = 2.0 * envelope <= pofw._REJECTION_SPAN
         if not near_uniform.all():
             ss, kk = np.nonzero(~near_uniform)  # seed-major, arms ascending: each seed's flatnonzero order
             weights = np.exp(a * self.scores[ss, kk] - envelope[ss, kk, None])
             out[ss, kk] = self._inverse_cdf(weights, ss)
         ss, kk = np.nonzero(near_uniform)
-        flat_scores = self.scores.reshape(-1)
         while ss.size:
-            counts = np.bincount(ss, minlength=self.S).tolist()
-            proposals, u = [], np.empty((ss.size, _REJECTION_BATCH))
-            lo = 0
-            for s, n in enumerate(counts):
-                if n:
-                    rng = self.prngs[s]
-                    proposals.append(rng.integers(0, d2, size=(n, _REJECTION_BATCH)))
-                    rng.random(out=u[lo: lo + n])
-                    lo += n
-            k = np.concatenate(proposals) if len(proposals) > 1 else proposals[0]
-            logw = a * np.take(flat_scores, k + d2 * (ss * self.K + kk)[:, None])
-            accept = u < np.exp(logw - envelope[ss, kk, None])
-            hit = accept.any(axis=1)
-            first = accept.argmax(axis=1)
-            out[ss[hit], kk[hit]] = k[hit, first[hit]]
-            miss = ~hit
-            ss, kk = ss[miss], kk[miss]
+            ss, kk = self._rejection_round(a, envelope, ss, kk, out)
         return out
 
+    def _rejection_round(self, a, envelope, ss, kk, out) -> tuple[np.ndarray, np.ndarray]:
+        """One round of proposals for the pending rows ``(ss, kk)`` (seed-major): each seed's ``integers`` then
+        ``random`` call of :meth:`DPPOFWBatch._select_exponential`; writes the accepted vertices into ``out`` and
+        returns the rows still pending."""
+        d2 = 2 * self.d
+        batch = pofw._REJECTION_BATCH
+        proposals, u = [], np.empty((ss.size, batch))
+        lo = 0
+        for s, n in enumerate(np.bincount(ss, minlength=self.S).tolist()):
+            if n:
+                rng = self.prngs[s]
+                proposals.append(rng.integers(0, d2, size=(n, batch)))
+                rng.random(out=u[lo: lo + n])
+                lo += n
+        k = np.concatenate(proposals) if len(proposals) > 1 else proposals[0]
+        logw = a * np.take(self.scores, k + d2 * (ss * self.K + kk)[:, None])  # flat gather, as the single path
+        accept = u < np.exp(logw - envelope[ss, kk, None])
+        hit = accept.any(axis=1)
+        first = accept.argmax(axis=1)
+        out[ss[hit], kk[hit]] = k[hit, first[hit]]
+        miss = ~hit
+        return ss[miss], kk[miss]
 
 BATCHED_FORMS[DPHDB] = BatchedDPHDB.build
