@@ -74,6 +74,8 @@ __all__ = ["DPHDB", "HDBCurator", "HDBRelease", "warmup_length", "LINKS"]
 #: Links DP-HDB has a GLM loss for.
 LINKS: tuple[str, ...] = ("identity", "logistic")
 
+_MAX = np.maximum.reduce  # ndarray.max without its Python wrapper (the same reduction)
+
 
 def warmup_length(dim: int, horizon: int, n_arms: int, epsilon: float) -> int:
     """Forced samples per arm, ``t0 = floor(ln(d T) ln(T) / epsilon^2)`` [code, ``spec/han-frank-wolfe.md`` §6]
@@ -130,12 +132,14 @@ class HDBCurator(Curator):
         if obs.shape != (c.n_arms, c.dim):
             raise ValueError(f"observation must have shape (n_arms, dim) = {(c.n_arms, c.dim)}, got {obs.shape}")
         x = obs[arm]
-        check_context_bound(x, c.context_norm, c.context_bound)
+        x_inf = float(_MAX(np.abs(x)))
+        if c.context_norm != "linf" or not x_inf <= c.context_bound:  # (linf: the check's own norm passes)
+            check_context_bound(x, c.context_norm, c.context_bound)
         reward = float(reward)
         if math.isnan(reward):
             raise ValueError("reward must be a number, got nan")
         y = min(max(reward, self._reward_low), self._reward_high)  # the stated reward bound
-        self.learners.update_one(arm, x, y)  # real sample for `arm`, zero samples for the others
+        self.learners.step_one(arm, x, x_inf, y)  # real sample for `arm`, zero samples for the others
         self.round += 1
         if self.round == self._warmup:
             self._theta_forced = self.learners.predict()  # frozen: forced (i.i.d. warm-up) samples only

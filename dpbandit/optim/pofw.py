@@ -64,6 +64,8 @@ _REJECTION_SPAN = math.log(8.0)
 _REJECTION_BATCH = 32
 #: Relative slack on the declared feature bound (floating-point noise in normalised contexts); larger raises.
 _FEATURE_RTOL = 1e-9
+#: The reductions behind ``ndarray.min`` / ``max``, called without their Python wrappers (same results).
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
 
 
 class DPPOFWBatch:
@@ -122,6 +124,7 @@ class DPPOFWBatch:
         self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
+        self._offsets = 2 * d * self._rows[:, None]  # row starts in the flat scores
 
     @property
     def S(self) -> np.ndarray:
@@ -178,7 +181,11 @@ class DPPOFWBatch:
         x = np.asarray(x, dtype=float)
         if x.shape != (self.dim,):
             raise ValueError(f"x must have shape ({self.dim},), got {x.shape}")
-        x_inf = float(np.abs(x).max())
+        self.step_one(index, x, float(np.abs(x).max()), y)
+
+    def step_one(self, index: int, x: np.ndarray, x_inf: float, y: float) -> None:
+        """:meth:`update_one` for a caller that has checked ``index`` (an int in [0, n)) and ``x`` (a float (d,)
+        array) and computed ``x_inf = max_j |x_j|``; the feature bound, ``y`` and the horizon are checked here."""
         if not x_inf <= self.feature_bound:  # NaN, inf or over the bound: the checks (and clip) of update()
             x, x_inf = self._check_features(x, np.array([x_inf]))
             x_inf = float(x_inf[0])
@@ -188,14 +195,16 @@ class DPPOFWBatch:
         t = self._advance()
         if x_inf > 0.0:  # the zero sample has zero gradient
             vx = float(self.V[index] @ x)  # as in update()
-            z_prev = (vx - self._last_value[index] * x[self._last_j[index]]) / (t - 1) if t > 1 else 0.0
+            z_prev = (vx - float(self._last_value[index]) * float(x[self._last_j[index]])) / (t - 1) if t > 1 else 0.0
             limit = self.calibration.lipschitz / x_inf  # the scalar clamp of _gradient_coefficient
-            now = min(max(float(self.loss.dphi(vx / t, y)), -limit), limit)
-            prev = min(max(float(self.loss.dphi(z_prev, y)), -limit), limit)
-            row = self.S[index]
+            dphi = self.loss.dphi
+            now = min(max(float(dphi(vx / t, y)), -limit), limit)
+            prev = min(max(float(dphi(z_prev, y)), -limit), limit)
+            scores, d = self._scores, self.dim
+            row = scores[index, d:]  # S[index]
             row += ((t + 1.0) * now - t * prev) * x
-            np.negative(row, out=self._scores[index, : self.dim])
-            self._s_inf[index] = max(-row.min(), row.max())
+            np.negative(row, out=scores[index, :d])
+            self._s_inf[index] = max(-_MIN(row), _MAX(row))
         self._select_and_move(t)
 
     def _check_features(self, X: np.ndarray, x_inf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -270,27 +279,38 @@ class DPPOFWBatch:
     def _select_exponential(self, a: float) -> np.ndarray:
         """Exact draw from ``P(v) ~ exp(score_v/beta_t)`` for every learner (E4 item 4), see the module docstring."""
         envelope = a * self._s_inf  # max log-weight of each row (exact)
-        out = np.empty(self.n_learners, dtype=np.int64)
-        near_uniform = 2.0 * envelope <= _REJECTION_SPAN
-        if 2 * self.dim <= 2 * _REJECTION_BATCH:  # few vertices: the inverse CDF is cheaper than proposals
-            near_uniform[:] = False
-        if near_uniform.all():
+        d2 = 2 * self.dim
+        if d2 <= 2 * _REJECTION_BATCH:  # few vertices: the inverse CDF is cheaper than proposals
+            return self._inverse_cdf(np.exp(self._log_weights(self._rows, a) - envelope[:, None]))
+        out = None
+        if 2.0 * _MAX(envelope) <= _REJECTION_SPAN:  # every row near uniform (NaN: the general branch)
             rows = self._rows
         else:
+            near_uniform = 2.0 * envelope <= _REJECTION_SPAN
+            out = np.empty(self.n_learners, dtype=np.int64)
             rows = np.flatnonzero(~near_uniform)
-            logw = self._log_weights(rows, a)
-            out[rows] = self._inverse_cdf(np.exp(logw - envelope[rows, None]))
+            out[rows] = self._inverse_cdf(np.exp(self._log_weights(rows, a) - envelope[rows, None]))
             rows = np.flatnonzero(near_uniform)
-        d2 = 2 * self.dim
-        while rows.size:
+            if not rows.size:
+                return out
+        while True:  # rejection from the uniform proposal; rows: the learners still to draw
             k = self.rng.integers(0, d2, size=(rows.size, _REJECTION_BATCH))
-            logw = a * np.take(self._scores, k + d2 * rows[:, None])  # flat take: cheaper than a 2-D fancy index
-            accept = self.rng.random(k.shape) < np.exp(logw - envelope[rows, None])
+            every = out is None
+            # flat take: cheaper than a 2-D fancy index; then a * score - envelope and exp, in place
+            w = self._scores.take(k + (self._offsets if every else d2 * rows[:, None]))
+            w *= a
+            w -= envelope[:, None] if every else envelope[rows, None]
+            accept = self.rng.random(k.shape) < np.exp(w, out=w)
             hit = accept.any(axis=1)
             first = accept.argmax(axis=1)
+            if every and hit.all():
+                return k[rows, first]
+            if every:
+                out = np.empty(self.n_learners, dtype=np.int64)
             out[rows[hit]] = k[hit, first[hit]]
             rows = rows[~hit]
-        return out
+            if not rows.size:
+                return out
 
     # ------------------------------------------------------------------ privacy
     @property
