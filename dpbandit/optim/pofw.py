@@ -66,6 +66,7 @@ _REJECTION_BATCH = 32
 _FEATURE_RTOL = 1e-9
 #: The reductions behind ``ndarray.min`` / ``max``, called without their Python wrappers (same results).
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+_ANY, _ALL = np.logical_or.reduce, np.logical_and.reduce
 
 
 class DPPOFWBatch:
@@ -125,6 +126,9 @@ class DPPOFWBatch:
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
         self._offsets = 2 * d * self._rows[:, None]  # row starts in the flat scores
+        self._coordinate = np.tile(np.arange(d), 2)  # vertex k -> its coordinate j
+        r = self.calibration.radius
+        self._vertex_value = np.repeat([r, -r], d)  # vertex k -> the value of its coordinate
 
     @property
     def S(self) -> np.ndarray:
@@ -250,9 +254,8 @@ class DPPOFWBatch:
             k = self._select_laplace(cal.radius / ((t + 1.0) * cal.scale(t)))
         else:
             k = self._select_exponential(cal.radius / ((t + 1.0) * cal.scale(t)))
-        d = self.dim
-        j = k % d
-        value = np.where(k < d, cal.radius, -cal.radius)
+        j = self._coordinate.take(k)  # k % d
+        value = self._vertex_value.take(k)  # +r for k < d, -r for k >= d
         self.V[self._rows, j] += value
         self._last_j, self._last_value = j, value
 
@@ -301,9 +304,9 @@ class DPPOFWBatch:
             w *= a
             w -= envelope[:, None] if every else envelope[rows, None]
             accept = self.rng.random(k.shape) < np.exp(w, out=w)
-            hit = accept.any(axis=1)
+            hit = _ANY(accept, axis=1)
             first = accept.argmax(axis=1)
-            if every and hit.all():
+            if every and _ALL(hit):
                 return k[rows, first]
             if every:
                 out = np.empty(self.n_learners, dtype=np.int64)
