@@ -268,7 +268,7 @@ class DPHDB(PrivateAgent):
         forced = (rows @ release.theta_forced[:, :, None])[:, 0, 0]
         if release.link == "logistic":
             forced = expit(forced)
-        candidates = forced >= _MAX(forced) - release.h / 2.0
+        candidates = forced >= forced.max() - release.h / 2.0
         scores = (rows @ theta[:, :, None])[:, 0, 0]
         return argmax_random_tie(np.where(candidates, scores, -np.inf), rng)
 

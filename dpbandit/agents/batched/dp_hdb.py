@@ -74,6 +74,7 @@ class BatchedDPHDB:
         self.seed_index = np.repeat(self.rows, K).reshape(S, K)
         self.arm_index = np.tile(np.arange(K), (S, 1))
         self.cal = e0.calibration
+        self.coordinate, self.vertex_value = e0._coordinate, e0._vertex_value
         self.loss, self.lipschitz, self.feature_bound = e0.loss, self.cal.lipschitz, e0.feature_bound
         c = a0.constants
         self.linf = c.context_norm == "linf"
@@ -185,14 +186,14 @@ class BatchedDPHDB:
     # ------------------------------------------------------------------ selections
     def _select_and_move(self, t: int) -> None:
         """:meth:`DPPOFWBatch._select_and_move` of every seed."""
-        cal, d = self.cal, self.d
+        cal = self.cal
         if cal.noise_off:
             k = self._select_exact()
         else:
             a = cal.radius / ((t + 1.0) * cal.scale(t))
             k = self._select_laplace(a) if cal.form == "laplace" else self._select_exponential(a)
-        j = k % d
-        value = np.where(k < d, cal.radius, -cal.radius)
+        j = self.coordinate.take(k)  # the engine's tables: k % d and +-r
+        value = self.vertex_value.take(k)
         self.V[self.seed_index, self.arm_index, j] += value
         self.last_j[...] = j
         self.last_value[...] = value
