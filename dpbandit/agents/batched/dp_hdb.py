@@ -248,10 +248,10 @@ class BatchedDPHDB:
         for s, n in enumerate(np.bincount(ss, minlength=self.S).tolist()):
             if n:
                 rng = self.prngs[s]
-                proposals.append(rng.integers(0, d2, size=(n, batch)))
+                proposals.append(rng.integers(0, d2, size=n * batch))  # the (n, batch) draws, flat
                 rng.random(out=u[lo: lo + n])
                 lo += n
-        k = np.concatenate(proposals) if len(proposals) > 1 else proposals[0]
+        k = (np.concatenate(proposals) if len(proposals) > 1 else proposals[0]).reshape(ss.size, batch)
         logw = a * np.take(self.scores, k + d2 * (ss * self.K + kk)[:, None])  # flat gather, as the single path
         accept = u < np.exp(logw - envelope[ss, kk, None])
         hit = accept.any(axis=1)
