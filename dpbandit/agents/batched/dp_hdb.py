@@ -30,6 +30,11 @@ The curator / action-rule split of :class:`~dpbandit.agents.private.PrivateAgent
 to the curators, and ``act`` reads only what a release holds (``V/(t+1)`` and the frozen forced-sample estimators)
 and the users' own rows. Each seed's ``agent._release`` is materialised at the horizon (and by every single-path
 round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
+
+Measured (``benchmarks/batch_benchmark.py``, 16 seeds against one, interleaved in one run, load ~2.5 on 2 cores):
+3.7x the seed-rounds/s on ``dpbandit/HanFigure51-K2-v0`` (d = 50, K = 2, T = 2 10^4) and 2.0x on the GLM bandit
+with K = 10, d = 1000 (T = 10^4): the per-seed draws (about 8 us per seed and round, mostly ``integers``) are what
+stays sequential, and lockstep pays at both sizes, so the form never declines.
 """
 
 from __future__ import annotations
