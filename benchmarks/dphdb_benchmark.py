@@ -22,8 +22,8 @@ An earlier version printed 10.7k rounds/s here (best of 3, absolute, no load): a
 only the in-run ratios below are comparable across runs.
 
 Measured (load 2.5-3 on 2 cores, default options, three alternating runs each): the ratio simulate / (env loop +
-inherent) went from 1.79-1.90 (commit 3dc8bb6) to 1.51-1.52 after the single-pass context norm, the all-near-uniform
-rejection fast path and the vertex tables of DP-POFW (same draws, identical frames); 5.1-7.1k rounds/s.
+inherent) went from 1.79-1.90 (commit 3dc8bb6) to 1.46-1.52 after the single-pass context norm, the all-near-uniform
+rejection fast path and the vertex tables of DP-POFW (same draws, identical frames); 5.1-7.1k rounds/s against 5.1-5.7k.
 
     python benchmarks/dphdb_benchmark.py [--repeats 3] [--rounds 20000] [--memory-rounds 20000] [--full]
 """
