@@ -74,6 +74,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
+from dpbandit.agents.dp_ucb_release import DPUCBRelease, factor, frozen, ucb_scores
 from dpbandit.agents.private import (Curator, PrivateAgent, RewardClip, check_context_bound, context_l2_bound,
                                      l2_bound_text, reward_clip_range)
 from dpbandit.envs.constants import BanditConstants
@@ -184,56 +185,6 @@ class DPUCBCalibration:
                 f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (E5, docs/derivations.md#e5)")
 
 
-@dataclass(frozen=True)
-class DPUCBRelease:
-    """One publication of the DP-UCB curator (all arrays read-only and owned by the release).
-
-    ``cholesky`` (M, d, d): lower factors C of ``V_t = C C^T``; ``theta`` (M, d): ``V_t^{-1}`` times the noisy
-    response column; ``beta``: the width beta_t; ``t``: users served so far; M = 1 (shared) or K (disjoint).
-    """
-
-    t: int
-    cholesky: np.ndarray
-    theta: np.ndarray
-    beta: float
-    shared: bool
-
-
-def _frozen(a: np.ndarray) -> np.ndarray:
-    a.setflags(write=False)
-    return a
-
-
-def _cholesky(V: np.ndarray, rho_min: float) -> np.ndarray:
-    """Lower Cholesky factors (M, d, d) of the stack V (M, d, d), of which only the lower triangles are read.
-
-    One batched LAPACK call (``numpy.linalg.cholesky``), or LAPACK ``potrf`` directly for a single matrix (numpy's
-    batched wrapper costs more than a small factorisation). With probability <= alpha the noise exceeded the
-    2 Upsilon margin and a V_t is not positive definite: that model's spectrum is lifted to
-    ``lambda_min = rho_min`` (post-processing, no privacy cost).
-    """
-    if len(V) == 1:
-        U, info = lapack.dpotrf(V[0].T, lower=0, clean=1)  # the upper triangle of the F-ordered V^T: no copy
-        if info == 0:
-            return U.T[None]
-    else:
-        try:
-            return np.linalg.cholesky(V)
-        except np.linalg.LinAlgError:
-            pass
-    out = np.empty_like(V)
-    for k, lower in enumerate(V):
-        sym = np.tril(lower) + np.tril(lower, -1).T
-        C, info = lapack.dpotrf(sym, lower=1, clean=1)
-        if info > 0:
-            sym[np.diag_indices_from(sym)] += rho_min - np.linalg.eigvalsh(sym)[0]
-            C, info = lapack.dpotrf(sym, lower=1, clean=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"Cholesky factorisation of V_t failed (LAPACK info {info})")
-        out[k] = C
-    return out
-
-
 class DPUCBCurator(Curator):
     """Owns the Gram-matrix tree and publishes :class:`DPUCBRelease` s (module docstring); ``cal`` fixes every
     constant, ``rng`` is the job's "privacy" stream.
@@ -259,6 +210,10 @@ class DPUCBCurator(Curator):
         self._release = self._publish(range(M), None)
 
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
+        self._release = self._publish(self.ingest(observation, arm, reward), self._release)
+
+    def ingest(self, observation: np.ndarray, arm: int, reward: float) -> range | tuple[int]:
+        """Check and add one user's item to the tree (drawing the new node's noise); the models to recompute."""
         cal, d = self.cal, self.cal.dim
         obs = np.asarray(observation, dtype=float)
         if obs.shape != (self.n_arms, d):
@@ -279,9 +234,8 @@ class DPUCBCurator(Curator):
         self._layout.pack_outer(v, out=item[real])
         self._tree.add(item.reshape(-1))
         item[real] = 0.0
-        changed = range(cal.n_models) if cal.sigma_n > 0 else (real,)
         self._t += 1
-        self._release = self._publish(changed, self._release)
+        return range(cal.n_models) if cal.sigma_n > 0 else (real,)
 
     def noisy_statistics(self) -> np.ndarray:
         """The tree's current release as symmetric matrices (M, d+1, d+1): noisy ``sum_s v_s v_s^T`` (for tests)."""
@@ -289,6 +243,13 @@ class DPUCBCurator(Curator):
 
     def _publish(self, changed, previous: DPUCBRelease | None) -> DPUCBRelease:
         """A new release in which the models ``changed`` are recomputed from the tree (the others reused)."""
+        u = self.unpack()
+        full = previous is None or len(changed) == self.cal.n_models
+        return self.release_from(changed, previous, u, factor(self._V, self.cal.rho_min) if full else None)
+
+    def unpack(self) -> np.ndarray:
+        """Write the tree's release into the lower triangles of V_t (shifted diagonal); returns the noisy response
+        columns u (M, d)."""
         cal, d, M = self.cal, self.cal.dim, self.cal.n_models
         released = self._tree.release().reshape(M, -1)
         gram = d * (d + 1) // 2  # the leading packed entries: the d x d Gram block; then the response column
@@ -297,18 +258,23 @@ class DPUCBCurator(Curator):
         diagonal = V[:, :: d + 1]
         diagonal *= math.sqrt(2.0)  # phi stores the diagonal divided by sqrt 2
         diagonal += cal.shift
-        u = released[:, gram : gram + d]
-        if previous is None or len(changed) == M:
-            chol = _cholesky(self._V, cal.rho_min)
+        return released[:, gram : gram + d]
+
+    def release_from(self, changed, previous: DPUCBRelease | None, u: np.ndarray,
+                     chol: np.ndarray | None) -> DPUCBRelease:
+        """The release from V_t's factors ``chol`` (M, d, d) of every model, or (None) the previous release's factors
+        with the models ``changed`` refactored."""
+        cal, d, M = self.cal, self.cal.dim, self.cal.n_models
+        if chol is not None:
             theta = np.empty((M, d))
         else:
             chol, theta = previous.cholesky.copy(), previous.theta.copy()
             for k in changed:
-                chol[k] = _cholesky(self._V[k : k + 1], cal.rho_min)[0]
+                chol[k] = factor(self._V[k : k + 1], cal.rho_min)[0]
         for k in changed:
             # theta = V^{-1} u by LAPACK potrs; C^T is the F-ordered upper factor (V = U^T U), so no copy is made
             theta[k] = lapack.dpotrs(chol[k].T, u[k], lower=0)[0]
-        return DPUCBRelease(self._t, _frozen(chol), _frozen(theta), cal.beta(self._t), M == 1)
+        return DPUCBRelease(self._t, frozen(chol), frozen(theta), cal.beta(self._t), M == 1)
 
     def release(self) -> DPUCBRelease:
         return self._release
@@ -396,16 +362,4 @@ class DPUCB(PrivateAgent):
     @staticmethod
     def action_rule(release: DPUCBRelease, observation: np.ndarray, rng: np.random.Generator) -> int:
         """``argmax_a x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` from the release and this user's (K, d) features."""
-        X = np.asarray(observation, dtype=float)
-        C, theta = release.cholesky, release.theta
-        # ||x_a||_{V^{-1}} = ||C^{-1} x_a||_2 by triangular solves (C^T is the F-ordered upper factor: no copies);
-        # shared: one multi-right-hand-side solve for all arms; disjoint: one vector solve per arm's factor
-        if release.shared:
-            W = lapack.dtrtrs(C[0].T, X.T, lower=0, trans=1)[0]
-            widths = np.sqrt(np.einsum("dk,dk->k", W, W))
-            means = X @ theta[0]
-        else:
-            widths = np.array([math.sqrt(w @ w) for w in (lapack.dtrtrs(C[k].T, x, lower=0, trans=1)[0]
-                                                           for k, x in enumerate(X))])
-            means = np.einsum("kd,kd->k", X, theta)
-        return argmax_random_tie(means + release.beta * widths, rng)
+        return argmax_random_tie(ucb_scores(release, observation), rng)

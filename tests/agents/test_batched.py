@@ -52,6 +52,14 @@ CASES = [
      AgentSpec("dp_hdb", params={"epsilon": 16.0, "warmup": 1, "h": 0.05})),
     (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "dim": 40, "structure": "disjoint"}),  # envelopes past ln(8)/2
      AgentSpec("dp_hdb", params={"epsilon": 1e5, "warmup": 1})),
+    # DP-UCB: noise on (disjoint: every model refactored, batched; shared: one potrf per seed) and off (the played
+    # arm's model only)
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}), AgentSpec("dp_ucb", params={"epsilon": 1.0})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}), AgentSpec("dp_ucb", params={"epsilon": 2.0})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint"}),
+     AgentSpec("dp_ucb", params={"epsilon": float("inf")})),
+    (EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "shared"}),
+     AgentSpec("dp_ucb", params={"epsilon": float("inf")})),
 ]
 
 
@@ -103,3 +111,28 @@ def test_argmax_rows_breaks_ties_with_the_rows_own_generator_only():
     assert rngs[0].bit_generator.state == state0  # no tie: not consumed
     with pytest.raises(ValueError, match="NaN"):
         argmax_random_tie_rows(np.array([[np.nan, np.nan]]), [np.random.default_rng(0)])
+
+
+def test_batched_dp_ucb_falls_back_seed_by_seed_like_the_single_path(monkeypatch):
+    """When the stacked factorisation fails (some V_t not positive definite), every seed is refactored by the single
+    path's own routine: the frames stay identical."""
+    import numpy as np
+
+    from dpbandit.agents.batched import dp_ucb as batched_dp_ucb
+
+    real, calls = np.linalg.cholesky, []
+
+    def failing(a):
+        calls.append(a.shape)
+        if a.ndim == 3 and len(a) > 4 and len(calls) % 3 == 0:  # the stacked call (S M > M = 4) fails now and then
+            raise np.linalg.LinAlgError("planted")
+        return real(a)
+
+    monkeypatch.setattr(batched_dp_ucb.np.linalg, "cholesky", failing)
+    env_spec = EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint", "horizon": 60})
+    agent_spec = AgentSpec("dp_ucb", params={"epsilon": 1.0})
+    frames, _ = simulate_batch_agents(env_spec, agent_spec, [1, 2], checkpoints=None)
+    monkeypatch.setattr(batched_dp_ucb.np.linalg, "cholesky", real)
+    assert any(len(shape) == 3 and shape[0] == 8 for shape in calls)
+    for seed, frame in zip([1, 2], frames):
+        assert frame.equals(_single(env_spec, agent_spec, seed, None)[0])

@@ -54,6 +54,7 @@ def _register_forms() -> None:
     from dpbandit.agents.batched import ridge  # noqa: F401  (each module registers its forms)
     from dpbandit.agents.batched import episodic  # noqa: F401
     from dpbandit.agents.batched import dp_hdb  # noqa: F401
+    from dpbandit.agents.batched import dp_ucb  # noqa: F401
 
 
 def has_batched_form(cls: type) -> bool:
