@@ -185,6 +185,19 @@ class DPUCBCalibration:
                 f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (E5, docs/derivations.md#e5)")
 
 
+def unpack_gram(released: np.ndarray, V: np.ndarray, layout, shift: float) -> np.ndarray:
+    """Write released packed items (..., M, P) into the lower triangles of V (..., M, d, d), diagonal unscaled and
+    shifted by ``shift``; returns the noisy response columns (..., M, d) (views of ``released``)."""
+    d = V.shape[-1]
+    gram = d * (d + 1) // 2  # the leading packed entries: the d x d Gram block; then the response column
+    flat = V.reshape(*V.shape[:-2], d * d)
+    flat[..., layout.lower] = released[..., :gram]
+    diagonal = flat[..., :: d + 1]
+    diagonal *= math.sqrt(2.0)  # phi stores the diagonal divided by sqrt 2
+    diagonal += shift
+    return released[..., gram : gram + d]
+
+
 class DPUCBCurator(Curator):
     """Owns the Gram-matrix tree and publishes :class:`DPUCBRelease` s (module docstring); ``cal`` fixes every
     constant, ``rng`` is the job's "privacy" stream.
@@ -212,8 +225,9 @@ class DPUCBCurator(Curator):
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
         self._release = self._publish(self.ingest(observation, arm, reward), self._release)
 
-    def ingest(self, observation: np.ndarray, arm: int, reward: float) -> range | tuple[int]:
-        """Check and add one user's item to the tree (drawing the new node's noise); the models to recompute."""
+    def stage(self, observation: np.ndarray, arm: int, reward: float, pack: bool = True) -> int:
+        """Check one user's data, set ``v = [x; clipped y]`` and (``pack``) write its item ``phi(v v^T)`` into block
+        ``real`` of the tree item; returns ``real``."""
         cal, d = self.cal, self.cal.dim
         obs = np.asarray(observation, dtype=float)
         if obs.shape != (self.n_arms, d):
@@ -230,12 +244,21 @@ class DPUCBCurator(Curator):
         real = 0 if cal.n_models == 1 else arm  # the model whose block gets the real item
         # disjoint: zero items for the other arms' blocks (one clock; their nodes still get fresh noise); with noise
         # off a zero item changes nothing, so only the played arm's model is recomputed
-        item = self._item
-        self._layout.pack_outer(v, out=item[real])
-        self._tree.add(item.reshape(-1))
-        item[real] = 0.0
+        if pack:
+            self._layout.pack_outer(v, out=self._item[real])
+        return real
+
+    def ingest(self, observation: np.ndarray, arm: int, reward: float) -> range | tuple[int]:
+        """Check and add one user's item to the tree (drawing the new node's noise); the models to recompute."""
+        real = self.stage(observation, arm, reward)
+        self._tree.add(self._item.reshape(-1))
+        return self.staged(real)
+
+    def staged(self, real: int) -> range | tuple[int]:
+        """After the tree took the staged item: clear it, count the user; the models to recompute."""
+        self._item[real] = 0.0
         self._t += 1
-        return range(cal.n_models) if cal.sigma_n > 0 else (real,)
+        return range(self.cal.n_models) if self.cal.sigma_n > 0 else (real,)
 
     def noisy_statistics(self) -> np.ndarray:
         """The tree's current release as symmetric matrices (M, d+1, d+1): noisy ``sum_s v_s v_s^T`` (for tests)."""
@@ -250,15 +273,7 @@ class DPUCBCurator(Curator):
     def unpack(self) -> np.ndarray:
         """Write the tree's release into the lower triangles of V_t (shifted diagonal); returns the noisy response
         columns u (M, d)."""
-        cal, d, M = self.cal, self.cal.dim, self.cal.n_models
-        released = self._tree.release().reshape(M, -1)
-        gram = d * (d + 1) // 2  # the leading packed entries: the d x d Gram block; then the response column
-        V = self._V.reshape(M, d * d)
-        V[:, self._layout.lower] = released[:, :gram]
-        diagonal = V[:, :: d + 1]
-        diagonal *= math.sqrt(2.0)  # phi stores the diagonal divided by sqrt 2
-        diagonal += cal.shift
-        return released[:, gram : gram + d]
+        return unpack_gram(self._tree.release().reshape(self.cal.n_models, -1), self._V, self._layout, self.cal.shift)
 
     def release_from(self, changed, previous: DPUCBRelease | None, u: np.ndarray,
                      chol: np.ndarray | None) -> DPUCBRelease:

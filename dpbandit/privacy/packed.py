@@ -59,6 +59,12 @@ class PackedLayout:
         out[self.diagonal] *= _INV_SQRT2
         return out
 
+    def pack_outers(self, V: np.ndarray) -> np.ndarray:
+        """:meth:`pack_outer` of every row of V (S, n): (S, P), the same products and scaling, hence the same bits."""
+        out = np.take((V[:, :, None] * V[:, None, :]).reshape(len(V), -1), self.flat, axis=1)
+        out[:, self.diagonal] *= _INV_SQRT2
+        return out
+
     def unpack(self, packed: np.ndarray) -> np.ndarray:
         """``phi^{-1}``: the symmetric (..., n, n) matrices of packed vectors (..., P) (for tests and inspection)."""
         out = np.zeros((*packed.shape[:-1], self.n, self.n))

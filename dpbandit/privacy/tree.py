@@ -25,7 +25,7 @@ import numpy as np
 from dpbandit.privacy.noise import GammaNormNoise, GeneralizedGaussianNoise, Noise, SymmetricGaussianNoise
 from dpbandit.validation import check_generator, check_int
 
-__all__ = ["TreeAccounting", "TreeAggregator", "tree_depth", "popcount", "check_item_shape", "check_noise"]
+__all__ = ["TreeAccounting", "TreeAggregator", "TreeStack", "tree_depth", "popcount", "check_item_shape", "check_noise"]
 
 
 def tree_depth(horizon: int) -> int:
@@ -287,3 +287,54 @@ class TreeAggregator:
             f"TreeAggregator(shape={self._shape}, horizon={self._horizon}, t={self._t}, depth={self._depth}, "
             f"honaker={self._honaker}, noise={noise})"
         )
+
+
+class TreeStack:
+    """S vanilla :class:`TreeAggregator` s of one shape and horizon, at the same step, advanced together (seed
+    batching, issue 15). Their path sums are stacked into (S, L, *shape) and (S, L + 1, *shape) arrays that the trees
+    view, so every tree stays the live state (its ``release``, ``t`` and accounting are unchanged). :meth:`add` is
+    every tree's :meth:`TreeAggregator.add` at once: the same operations over a leading axis, and each node's noise
+    drawn by the tree's own noise from the tree's own generator, in the trees' order: the same bits per tree.
+    """
+
+    def __init__(self, trees) -> None:
+        trees = list(trees)
+        t0 = trees[0]
+        if any(t._honaker or t._shape != t0._shape or t._horizon != t0._horizon or t._t != t0._t
+               or (t._noise is None) != (t0._noise is None) for t in trees):
+            raise ValueError("trees must be vanilla trees of one shape and horizon, at the same step")
+        self.trees = trees
+        self.alpha = np.stack([t._alpha for t in trees])
+        self.suffix = np.stack([t._suffix for t in trees])
+        for s, t in enumerate(trees):
+            t._alpha, t._suffix = self.alpha[s], self.suffix[s]
+
+    def add(self, items: np.ndarray) -> None:
+        """Add ``items[s]`` to tree s for every s; ``items``: (S, *shape) finite floats."""
+        t0 = self.trees[0]
+        if not math.isfinite(items.sum()) and not np.isfinite(items).all():
+            raise ValueError("value must be finite (no NaN or inf)")
+        if t0._t >= t0._horizon:
+            raise ValueError(f"cannot add item {t0._t + 1}: the tree's horizon is {t0._horizon} items")
+        t = t0._t + 1
+        for tree in self.trees:
+            tree._t = t
+        i = (t & -t).bit_length() - 1  # as TreeAggregator.add / _add_vanilla, over the leading axis
+        alpha, suffix = self.alpha, self.suffix
+        node = alpha[:, i]
+        if i:
+            np.add.reduce(alpha[:, :i], axis=1, out=node)
+            node += items
+        else:
+            node[...] = items
+        np.add(node, suffix[:, i + 1], out=suffix[:, i])
+        if t0._noise is not None:
+            for s, tree in enumerate(self.trees):
+                suffix[s, i] += tree._noise.draw(tree._rng, tree._shape)
+        suffix[:, :i] = suffix[:, i : i + 1]
+
+    def release(self) -> np.ndarray:
+        """The trees' releases, (S, *shape): a read-only view (copy it to keep it past the next :meth:`add`)."""
+        out = self.suffix[:, 0]
+        out.flags.writeable = False
+        return out

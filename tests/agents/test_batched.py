@@ -136,3 +136,22 @@ def test_batched_dp_ucb_falls_back_seed_by_seed_like_the_single_path(monkeypatch
     assert any(len(shape) == 3 and shape[0] == 8 for shape in calls)
     for seed, frame in zip([1, 2], frames):
         assert frame.equals(_single(env_spec, agent_spec, seed, None)[0])
+
+
+@pytest.mark.parametrize("shape", [(16, 2, 50), (3, 4, 7), (5, 10, 20)])
+def test_batched_dp_ucb_scores_are_the_single_rows_bit_for_bit(shape):
+    import numpy as np
+
+    from dpbandit.agents.batched.dp_ucb import disjoint_scores
+    from dpbandit.agents.dp_ucb_release import DPUCBRelease, ucb_scores
+
+    rng = np.random.default_rng(0)
+    S, K, d = shape
+    releases = []
+    for _ in range(S):
+        A = rng.normal(size=(K, d, d))
+        chol = np.linalg.cholesky(A @ A.transpose(0, 2, 1) + d * np.eye(d))
+        releases.append(DPUCBRelease(7, chol, rng.normal(size=(K, d)), 1.7, False))
+    obs = np.broadcast_to(rng.normal(size=(S, 1, d)), (S, K, d))  # the disjoint layout: one context on every arm
+    single = np.stack([ucb_scores(r, x) for r, x in zip(releases, obs)])
+    assert np.array_equal(disjoint_scores(releases, obs), single)
