@@ -33,3 +33,11 @@ def test_leading_block_comes_first_and_lower_mirrors_it():
     out[layout.lower] = packed[:block]
     np.testing.assert_array_equal(np.tril(out.reshape(n - 1, n - 1)), np.tril(M[:-1, :-1]))
     np.testing.assert_array_equal(packed[block:-1], M[:-1, -1])  # the response column
+
+
+def test_pack_outers_is_pack_outer_row_by_row_bit_for_bit():
+    rng = np.random.default_rng(3)
+    for n in (2, 8, 51):
+        layout = packed_layout(n)
+        V = rng.normal(size=(6, n))
+        assert np.array_equal(layout.pack_outers(V), np.stack([layout.pack_outer(v) for v in V]))

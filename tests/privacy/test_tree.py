@@ -272,3 +272,34 @@ def test_step_queries_are_validated():
         tree.nodes_in_release(9)
     with pytest.raises(TypeError, match="t must"):
         tree.release_variance_factor(1.0)
+
+
+@pytest.mark.parametrize("noise_on", [True, False])
+def test_tree_stack_advances_every_tree_exactly_as_its_own_add(noise_on):
+    """TreeStack.add (seed batching) = each tree's own add: same releases bit for bit, each tree's noise from its own
+    generator; the horizon and non-finite items are refused as by TreeAggregator."""
+    from dpbandit.privacy.noise import GaussianNoise
+    from dpbandit.privacy.tree import TreeStack
+
+    def trees():
+        return [TreeAggregator((5,), 37, GaussianNoise(0.7) if noise_on else None,
+                               np.random.default_rng(s) if noise_on else None) for s in range(3)]
+
+    alone, together = trees(), trees()
+    stack = TreeStack(together)
+    items = np.random.default_rng(9).normal(size=(37, 3, 5))
+    for t in range(37):
+        for tree, item in zip(alone, items[t]):
+            tree.add(item)
+        stack.add(items[t])
+        assert np.array_equal(stack.release(), np.stack([tree.release() for tree in alone]))
+        assert all(np.array_equal(a.release(), b.release()) and a.t == b.t for a, b in zip(alone, together))
+    with pytest.raises(ValueError, match="horizon is 37"):
+        stack.add(items[0])
+    fresh = TreeStack(trees())
+    with pytest.raises(ValueError, match="finite"):
+        fresh.add(np.full((3, 5), np.nan))
+    with pytest.raises(ValueError, match="same step"):
+        one = trees()
+        one[0].add(items[0, 0])
+        TreeStack(one)

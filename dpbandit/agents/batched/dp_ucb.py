@@ -14,8 +14,8 @@ LAPACK ``potrf`` directly in the single path and stay per seed. Each curator and
 every round, so ``privacy_report`` and any later single-seed step are those of a single-seed run.
 
 Measured (``benchmarks/batch_benchmark.py --agents dp_ucb --env dpbandit/HanFigure51-K2-v0 --horizon 10000``, 16
-seeds, load ~1): 1.9x the single seed's rounds per second; what stays is mostly inherent per seed (2 d^2 / 2 normal
-draws and K Cholesky factorisations per round).
+seeds, load ~1): 1.9x the single seed's rounds per second; what stays is mostly inherent per seed: K (d+1)(d+2)/2
+normal draws and K Cholesky factorisations per round.
 """
 
 from __future__ import annotations
