@@ -26,7 +26,7 @@ from dpbandit.experiment.results import checkpoint_rounds
 from dpbandit.experiment.runner import simulate
 from dpbandit.validation import check_int
 
-__all__ = ["simulate_batch"]
+__all__ = ["simulate_batch", "simulate_batch_agents"]
 
 
 def simulate_batch(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Sequence[int],
