@@ -126,7 +126,7 @@ class DPPOFWBatch:
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
         self._offsets = 2 * d * self._rows[:, None]  # row starts in the flat scores
-        self._coordinate = np.tile(np.arange(d), 2)  # vertex k -> its coordinate j
+        self._coordinate = np.concatenate((np.arange(d), np.arange(d)))  # vertex k -> its coordinate j (no view)
         r = self.calibration.radius
         self._vertex_value = np.repeat([r, -r], d)  # vertex k -> the value of its coordinate
 
