@@ -64,6 +64,9 @@ class GLMBanditVectorEnv(VectorEnv):
         self.full_information = bool(e0.config["full_information"])
         self.rows = np.arange(self.num_envs)
         self.t = None
+        self._flags = [np.zeros(self.num_envs, dtype=bool), np.ones(self.num_envs, dtype=bool)]  # read-only
+        for flags in self._flags:
+            flags.flags.writeable = False
 
     @property
     def constants(self):
@@ -125,7 +128,7 @@ class GLMBanditVectorEnv(VectorEnv):
                     e._next_block()
                 self._load()
             obs = self.X[:, self.i]
-        return obs, rewards, np.zeros(self.num_envs, dtype=bool), np.full(self.num_envs, truncated), infos
+        return obs, rewards, self._flags[0], self._flags[truncated], infos
 
     def close_extras(self, **kwargs: Any) -> None:
         for e in self.envs:

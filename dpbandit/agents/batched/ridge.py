@@ -53,8 +53,11 @@ class BatchedRidge:
     def act(self, obs: np.ndarray) -> np.ndarray:
         W, d = self.W, self.d
         chunk = max(1, _CHUNK_ELEMENTS // W[0].size)  # chunks of seeds whose buffers stay in cache (same results)
-        scores = np.concatenate([self._scores(W[lo: lo + chunk], obs[lo: lo + chunk], d)
-                                 for lo in range(0, len(W), chunk)])
+        if chunk >= len(W):
+            scores = self._scores(W, obs, d)
+        else:
+            scores = np.concatenate([self._scores(W[lo: lo + chunk], obs[lo: lo + chunk], d)
+                                     for lo in range(0, len(W), chunk)])
         return argmax_random_tie_rows(scores, self.rngs)
 
     def _scores(self, W: np.ndarray, O: np.ndarray, d: int) -> np.ndarray:
