@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["interleaved", "machine", "emit", "timed", "DoNothing"]
+__all__ = ["interleaved", "machine", "emit", "timed", "DoNothing", "env_loop_seconds"]
 
 
 def timed(fn: Callable[[], object]) -> Callable[[], float]:
@@ -78,3 +78,20 @@ class DoNothing:
 
     def privacy_report(self):
         return None
+
+
+def env_loop_seconds(env_id: str, repeats: int = 3, **env_kwargs) -> list[float]:
+    """Seconds of ``simulate`` with :class:`DoNothing` (one seed, 100 checkpoints) in ``gymnasium.make(env_id,
+    **env_kwargs)``, ``repeats`` times: the environment loop alone, the floor a sweep's jobs cannot go below."""
+    import gymnasium
+
+    import dpbandit.envs  # noqa: F401
+    from dpbandit.experiment import simulate
+
+    env = gymnasium.make(env_id, **env_kwargs)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        simulate(env, DoNothing(), 0, checkpoints=100)
+        times.append(time.perf_counter() - start)
+    return times

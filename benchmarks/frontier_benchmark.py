@@ -24,25 +24,13 @@ import statistics
 import tempfile
 import time
 
-import gymnasium
 import pandas as pd
 
 import dpbandit.envs  # noqa: F401
-from _bench import DoNothing, emit, machine
-from dpbandit.experiment import simulate
+from _bench import emit, env_loop_seconds, machine
 from dpbandit.experiment.frontier import EPSILONS, FrontierConfig, run_frontier
 
 AGENTS = ("dp_hdb", "dp_ucb", "fliphat", "episodic_ridge")
-
-
-def env_loop_seconds(env_id: str, horizon: int, repeats: int = 3) -> list[float]:
-    env = gymnasium.make(env_id, horizon=horizon)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        simulate(env, DoNothing(), 0, checkpoints=100)
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def main() -> None:
@@ -56,14 +44,14 @@ def main() -> None:
     load = os.getloadavg()
     fc = FrontierConfig(agents=tuple(args.agents.split(",")), horizons=(args.horizon,), seeds=args.seeds,
                         n_jobs=args.n_jobs, batch=args.batch, name="frontier-benchmark")
-    reference = env_loop_seconds(fc.env_id, args.horizon)
+    reference = env_loop_seconds(fc.env_id, horizon=args.horizon)
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         result = run_frontier(fc, out=out, progress=False)
         seconds = time.perf_counter() - start
         sweep = result.run_dir / "sweep"
         summary = pd.read_csv(sweep / "summary.csv")
-    reference += env_loop_seconds(fc.env_id, args.horizon)
+    reference += env_loop_seconds(fc.env_id, horizon=args.horizon)
     env_loop = statistics.median(reference)
     jobs = (len(fc.agents) * len(EPSILONS) + len(fc.references)) * args.seeds
     floor = env_loop * jobs / min(args.n_jobs, jobs)

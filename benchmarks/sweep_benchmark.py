@@ -25,25 +25,13 @@ import statistics
 import tempfile
 import time
 
-import gymnasium
 
 import dpbandit.envs  # noqa: F401
-from _bench import DoNothing, emit, machine
-from dpbandit.experiment import simulate
+from _bench import emit, env_loop_seconds, machine
 from dpbandit.experiment.config import AgentSpec, ExperimentConfig
 from dpbandit.experiment.runner import run_experiment
 
 AGENTS = ("random", "oracle", "greedy", "egreedy", "linucb", "lasso", "dp_hdb")
-
-
-def env_loop_seconds(env_kwargs: dict, repeats: int = 3) -> list[float]:
-    env = gymnasium.make("dpbandit/SparseLinear-v0", **env_kwargs)
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        simulate(env, DoNothing(), 0, checkpoints=100)
-        times.append(time.perf_counter() - start)
-    return times
 
 
 def main() -> None:
@@ -65,12 +53,12 @@ def main() -> None:
         checkpoints=100,
         name="sweep-benchmark",
     )
-    reference = env_loop_seconds(env_kwargs)
+    reference = env_loop_seconds("dpbandit/SparseLinear-v0", **env_kwargs)
     with tempfile.TemporaryDirectory() as out:
         start = time.perf_counter()
         result = run_experiment(config, out=out, progress=False)
         seconds = time.perf_counter() - start
-    reference += env_loop_seconds(env_kwargs)
+    reference += env_loop_seconds("dpbandit/SparseLinear-v0", **env_kwargs)
     env_loop = statistics.median(reference)
     jobs = len(agents) * args.seeds
     floor = env_loop * jobs / min(args.n_jobs, jobs)
