@@ -3,8 +3,8 @@
 Workload: LinUCB (alpha = 1) and greedy, disjoint, K = 10, d = 20 (and 200), dense theta, unit-l2 Gaussian contexts,
 T = 5,000 by default. Cases, interleaved (``_bench.py``: round-robin repetitions, medians): ``single`` =
 ``simulate`` of one seed (``gymnasium.make`` env, 100 checkpoints); ``batched`` = ``simulate_batch`` of S = 16
-seeds (identical frames per seed, ``tests/experiment/test_batch.py``). ``speedup`` = batched seed-rounds/s /
-single seed-rounds/s; the issue asks >= 3 for LinUCB at d = 20 with 16 seeds. ``--agents`` / ``--env`` measure other
+seeds (identical frames per seed, ``tests/agents/test_batched.py``). ``speedup`` = batched seed-rounds/s /
+single seed-rounds/s; the issue asks >= 3 for LinUCB at d = 20 and >= 2 for DP-UCB and DP-HDB, with 16 seeds. ``--agents`` / ``--env`` measure other
 agents (default parameters) or a preset environment (``--env dpbandit/HanFigure51-K2-v0``: the preset's K and d,
 ``--dims`` ignored), e.g. the frontier's episodic agents:
 
