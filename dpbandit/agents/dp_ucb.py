@@ -56,22 +56,23 @@ actions of all other users are (epsilon, delta)-JDP. Forms, from ``constants.str
   every arm's tree is calibrated at the full (epsilon, delta), with no split, and the ledger records the K trees as
   that one mechanism.
 
-Cost per round: ``O(M (d+1)^2)`` tree work and noise (M (d+1)(d+2)/2 normals: the tree keeps the packed upper
-triangles, :class:`DPUCBCurator`), and ``M`` Cholesky factorisations ``O(d^3)`` in one batched LAPACK call, M = 1
-(shared) or K (disjoint; with noise off only the played arm's model changes and only its factor is recomputed).
-``benchmarks/dpucb_benchmark.py`` prints it as a ratio to that bare work measured in the same run. Since issue 15
-the node noise fills packed entries column by column (before: full matrices, row by row): same law, same normals
-per round, but a seed's draws land on other entries, so per-seed results differ from earlier versions.
+Cost per round: one BLAS rank-one update of the played model's exact sums, M (d+1)(d+2)/2 normals for the node
+closing now (the tree's noise kept apart from the sums, :class:`~dpbandit.privacy.tree.TreeNoise`), O(M (d+1)^2)
+array work, ``M`` Cholesky factorisations ``O(d^3)`` in one batched LAPACK call, M = 1 (shared) or K (disjoint; with
+noise off only the played arm's model changes and only its factor is recomputed), and in the action rule one
+triangular solve per model. ``benchmarks/dpucb_benchmark.py`` prints it as a ratio to that bare work measured in
+the same run. Per-seed results changed twice in issue 15 (same law, same draws per round): the node noise fills
+packed entries column by column (before: full matrices, row by row), and the release is computed as exact sums plus
+the path's noise (before: as a sum of noisy tree nodes), which rounds differently.
 """
 
 from __future__ import annotations
 
 import math
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas
 
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
 from dpbandit.agents.dp_ucb_release import DPUCBRelease, factor, frozen, ucb_scores
@@ -81,7 +82,7 @@ from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
 from dpbandit.privacy.packed import packed_layout
-from dpbandit.privacy.tree import TreeAggregator
+from dpbandit.privacy.tree import TreeAccounting, TreeNoise, tree_depth
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
 
 __all__ = ["CALIBRATIONS", "DPUCB", "DPUCBCalibration", "DPUCBCurator", "DPUCBRelease", "dpucb_sigma", "paper_levels"]
@@ -185,49 +186,78 @@ class DPUCBCalibration:
                 f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (E5, docs/derivations.md#e5)")
 
 
-def unpack_gram(released: np.ndarray, V: np.ndarray, layout, shift: float) -> np.ndarray:
-    """Write released packed items (..., M, P) into the lower triangles of V (..., M, d, d), diagonal unscaled and
-    shifted by ``shift``; returns the noisy response columns (..., M, d) (views of ``released``)."""
-    d = V.shape[-1]
-    gram = d * (d + 1) // 2  # the leading packed entries: the d x d Gram block; then the response column
-    flat = V.reshape(*V.shape[:-2], d * d)
-    flat[..., layout.lower] = released[..., :gram]
-    diagonal = flat[..., :: d + 1]
-    diagonal *= math.sqrt(2.0)  # phi stores the diagonal divided by sqrt 2
-    diagonal += shift
-    return released[..., gram : gram + d]
+def noisy_extended(gram: np.ndarray, noise: np.ndarray | None, out: np.ndarray, scatter: np.ndarray) -> np.ndarray:
+    """The lower triangles of ``gram + phi^{-1}(noise)``, (M, n, n) or (S, M, n, n) with n = d + 1, written into
+    ``out``: the tree's release plus the shift (``gram`` holds the exact sums and the shift in its lower triangles,
+    ``noise`` (M P,) or (S, M P) the tree's packed noise, ``scatter`` its flat positions in an (M, n, n) stack,
+    :func:`noise_positions`); ``gram`` itself when noise is off. V_t is ``[..., :d, :d]`` of the result and the noisy
+    response column u its row ``[..., d, :d]``; nothing above the diagonals is meaningful."""
+    if noise is None:
+        return gram
+    n = gram.shape[-1]
+    if out.ndim == 3:
+        out.reshape(-1)[scatter] = noise
+    else:
+        out.reshape(len(out), -1)[:, scatter] = noise
+    out.reshape(*out.shape[:-2], n * n)[..., :: n + 1] *= math.sqrt(2.0)  # phi stores the diagonal divided by sqrt 2
+    out += gram
+    return out
+
+
+def add_outer(gram: np.ndarray, v: np.ndarray) -> None:
+    """``gram += v v^T`` on the lower triangle of a C-ordered (n, n) ``gram``, in place (BLAS ``dsyr`` on the
+    F-ordered transpose, whose upper triangle it is: a quarter of the work of a numpy outer product and sum)."""
+    blas.dsyr(1.0, v, a=gram.T, lower=0, overwrite_a=1)
+
+
+def noise_positions(models: int, n: int) -> np.ndarray:
+    """Flat positions in a C-ordered (models, n, n) stack of the packed entries (:mod:`dpbandit.privacy.packed`) of
+    each matrix, mirrored below the diagonal: (models n (n+1)/2,)."""
+    return (np.arange(models)[:, None] * (n * n) + packed_layout(n).mirror).reshape(-1)
 
 
 class DPUCBCurator(Curator):
     """Owns the Gram-matrix tree and publishes :class:`DPUCBRelease` s (module docstring); ``cal`` fixes every
     constant, ``rng`` is the job's "privacy" stream.
 
-    The tree holds the M items ``phi(v v^T)`` (zero for the arms not played), the packed upper triangles of
-    :mod:`dpbandit.privacy.packed`, with iid ``N(0, sigma_n^2)`` node noise: exactly E5's symmetric noise of the same
-    sigma_n (phi is an isometry, ``||phi(D)||_2 = ||D||_F / sqrt 2``, so a packed item's l2 sensitivity is L~^2); the
-    ledger records the Frobenius form. The M Gram blocks are unpacked into the lower triangles of one (M, d, d) stack.
+    The tree is kept as its two parts (:class:`~dpbandit.privacy.tree.TreeNoise`): the exact sums
+    ``sum_s v_s v_s^T`` of the M models (zero items for the arms not played; a rank-one update per round), held with
+    the shift ``(2 Upsilon + lam) I`` on the Gram block's diagonal as ``gram`` (M, d+1, d+1), and the node noise, iid
+    ``N(0, sigma_n^2)`` on the packed upper triangles ``phi`` of :mod:`dpbandit.privacy.packed` ((M, P) per node,
+    P = (d+1)(d+2)/2: the draws the symmetric noise needs). phi is an isometry (``||phi(D)||_2 = ||D||_F / sqrt 2``),
+    so this is exactly E5's symmetric noise of the same sigma_n on items of Frobenius sensitivity sqrt(2) L~^2; the
+    ledger records that form.
     """
 
     def __init__(self, cal: DPUCBCalibration, n_arms: int, rng: np.random.Generator) -> None:
         self.cal = cal
         self.n_arms = n_arms
         d, M = cal.dim, cal.n_models
-        self._layout = packed_layout(d + 1)
-        P = self._layout.size
-        noise = GaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None
-        self._tree = TreeAggregator((M * P,), cal.horizon, noise, rng if noise else None)
-        self._item = np.zeros((M, P))
+        self._scatter = noise_positions(M, d + 1)
+        self._noise = (TreeNoise(self._scatter.shape, cal.horizon, GaussianNoise(cal.sigma_n), rng)
+                       if cal.sigma_n > 0 else None)
+        self._gram = np.zeros((M, d + 1, d + 1))
+        self._gram.reshape(M, -1)[:, : (d + 1) * d : d + 2] = cal.shift  # the Gram block's diagonal
+        self._extended = np.zeros((M, d + 1, d + 1))
         self._v = np.empty(d + 1)
-        self._V = np.zeros((M, d, d))  # lower triangles of V_t (numpy.linalg.cholesky reads only those)
         self._t = 0
-        self._release = self._publish(range(M), None)
+        self._release = self.release_from(range(M), None, self._gram)
+
+    @property
+    def t(self) -> int:
+        """Users served so far."""
+        return self._t
 
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
-        self._release = self._publish(self.ingest(observation, arm, reward), self._release)
+        real = self.stage(observation, arm, reward)
+        add_outer(self._gram[real], self._v)
+        noise = self._noise.add() if self._noise is not None else None
+        extended = noisy_extended(self._gram, noise, self._extended, self._scatter)
+        self._release = self.release_from(self.changed(real), self._release, extended)
 
-    def stage(self, observation: np.ndarray, arm: int, reward: float, pack: bool = True) -> int:
-        """Check one user's data, set ``v = [x; clipped y]`` and (``pack``) write its item ``phi(v v^T)`` into block
-        ``real`` of the tree item; returns ``real``."""
+    def stage(self, observation: np.ndarray, arm: int, reward: float) -> int:
+        """Check one user's data, count the user and set ``v = [x; clipped y]``; returns the model that gets the
+        real item (the disjoint form's other models get zero items: one clock, fresh node noise for all)."""
         cal, d = self.cal, self.cal.dim
         obs = np.asarray(observation, dtype=float)
         if obs.shape != (self.n_arms, d):
@@ -238,58 +268,42 @@ class DPUCBCurator(Curator):
         if self._t >= cal.horizon:
             raise ValueError(f"DP-UCB is calibrated for horizon T = {cal.horizon} (the environment's); cannot serve "
                              f"user {self._t + 1}")
+        self._t += 1
         v = self._v
         v[:d] = obs[arm]
         v[d] = cal.clip.clip(reward)
-        real = 0 if cal.n_models == 1 else arm  # the model whose block gets the real item
-        # disjoint: zero items for the other arms' blocks (one clock; their nodes still get fresh noise); with noise
-        # off a zero item changes nothing, so only the played arm's model is recomputed
-        if pack:
-            self._layout.pack_outer(v, out=self._item[real])
-        return real
+        return 0 if cal.n_models == 1 else arm
 
-    def ingest(self, observation: np.ndarray, arm: int, reward: float) -> range | tuple[int]:
-        """Check and add one user's item to the tree (drawing the new node's noise); the models to recompute."""
-        real = self.stage(observation, arm, reward)
-        self._tree.add(self._item.reshape(-1))
-        return self.staged(real)
-
-    def staged(self, real: int) -> range | tuple[int]:
-        """After the tree took the staged item: clear it, count the user; the models to recompute."""
-        self._item[real] = 0.0
-        self._t += 1
-        return range(self.cal.n_models) if self.cal.sigma_n > 0 else (real,)
+    def changed(self, real: int) -> range | tuple[int]:
+        """The models whose V_t changed this round: all with noise on (every node of every block is fresh), else
+        only the played arm's (a zero item changes nothing)."""
+        return range(self.cal.n_models) if self._noise is not None else (real,)
 
     def noisy_statistics(self) -> np.ndarray:
         """The tree's current release as symmetric matrices (M, d+1, d+1): noisy ``sum_s v_s v_s^T`` (for tests)."""
-        return self._layout.unpack(self._tree.release().reshape(self.cal.n_models, -1))
+        d, M = self.cal.dim, self.cal.n_models
+        exact = np.tril(self._gram)
+        exact.reshape(M, -1)[:, : (d + 1) * d : d + 2] -= self.cal.shift
+        exact += np.tril(exact, -1).transpose(0, 2, 1)
+        if self._noise is None:
+            return exact
+        return exact + packed_layout(d + 1).unpack(self._noise.suffix[0].reshape(M, -1))
 
-    def _publish(self, changed, previous: DPUCBRelease | None) -> DPUCBRelease:
-        """A new release in which the models ``changed`` are recomputed from the tree (the others reused)."""
-        u = self.unpack()
-        full = previous is None or len(changed) == self.cal.n_models
-        return self.release_from(changed, previous, u, factor(self._V, self.cal.rho_min) if full else None)
+    def release_from(self, changed, previous: DPUCBRelease | None, extended: np.ndarray) -> DPUCBRelease:
+        """The release of ``extended`` (:func:`noisy_extended`), with the models ``changed`` refactored."""
+        cal, d = self.cal, self.cal.dim
+        return DPUCBRelease(self._t, frozen(self.factors(changed, previous, extended[:, :d, :d])),
+                            frozen(extended[:, d, :d].copy()), cal.beta(self._t), cal.n_models == 1)
 
-    def unpack(self) -> np.ndarray:
-        """Write the tree's release into the lower triangles of V_t (shifted diagonal); returns the noisy response
-        columns u (M, d)."""
-        return unpack_gram(self._tree.release().reshape(self.cal.n_models, -1), self._V, self._layout, self.cal.shift)
-
-    def release_from(self, changed, previous: DPUCBRelease | None, u: np.ndarray,
-                     chol: np.ndarray | None) -> DPUCBRelease:
-        """The release from V_t's factors ``chol`` (M, d, d) of every model, or (None) the previous release's factors
-        with the models ``changed`` refactored."""
-        cal, d, M = self.cal, self.cal.dim, self.cal.n_models
-        if chol is not None:
-            theta = np.empty((M, d))
-        else:
-            chol, theta = previous.cholesky.copy(), previous.theta.copy()
-            for k in changed:
-                chol[k] = factor(self._V[k : k + 1], cal.rho_min)[0]
+    def factors(self, changed, previous: DPUCBRelease | None, V: np.ndarray) -> np.ndarray:
+        """Lower Cholesky factors of V_t (M, d, d) (lower triangles read): all in one call when every model changed,
+        else a copy of the previous release's factors with the models ``changed`` refactored."""
+        if previous is None or len(changed) == self.cal.n_models:
+            return factor(V, self.cal.rho_min)
+        chol = previous.cholesky.copy()
         for k in changed:
-            # theta = V^{-1} u by LAPACK potrs; C^T is the F-ordered upper factor (V = U^T U), so no copy is made
-            theta[k] = lapack.dpotrs(chol[k].T, u[k], lower=0)[0]
-        return DPUCBRelease(self._t, frozen(chol), frozen(theta), cal.beta(self._t), M == 1)
+            chol[k] = factor(V[k : k + 1], self.cal.rho_min)[0]
+        return chol
 
     def release(self) -> DPUCBRelease:
         return self._release
@@ -299,8 +313,11 @@ class DPUCBCurator(Curator):
         ledger = PrivacyLedger(neighboring="replace-one")
         form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm blocks on one clock"
         # the packed Gaussian tree is the symmetric-noise tree of E5 (module dpbandit.privacy.packed); recorded so
-        accounting = dataclasses.replace(self._tree.accounting, shape=(cal.n_models, cal.dim + 1, cal.dim + 1),
-                                         noise=SymmetricGaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None)
+        depth = tree_depth(cal.horizon)
+        accounting = TreeAccounting(mechanism="binary tree (vanilla)",
+                                    noise=SymmetricGaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None,
+                                    nodes_per_item=depth, depth=depth, horizon=cal.horizon,
+                                    shape=(cal.n_models, cal.dim + 1, cal.dim + 1))
         ledger.add_tree(accounting, math.sqrt(2.0) * cal.l_tilde**2,
                         mechanism=f"DP-UCB Gram-matrix tree ({form}; sigma_n: {cal.calibration})")
         if cal.calibration == "none":

@@ -108,7 +108,11 @@ class PrivateAgent(Agent):
         return self.curator.privacy_report()
 
 
-def check_context_bound(observation: np.ndarray, norm: str, bound: float, *, rtol: float = 1e-9) -> None:
+#: Relative slack of :func:`check_context_bound` (rounding of a context normalised to the bound).
+CONTEXT_RTOL = 1e-9
+
+
+def check_context_bound(observation: np.ndarray, norm: str, bound: float, *, rtol: float = CONTEXT_RTOL) -> None:
     """Raise ``ValueError`` if a row of ``observation`` exceeds the declared norm bound the calibration assumed."""
     obs = np.asarray(observation, dtype=float)
     if obs.ndim == 1:  # one feature vector (the private agents' per-round check): no temporaries

@@ -15,8 +15,8 @@ release, same privacy (Mahalanobis shift ``Delta_F / (sqrt 2 sigma)``). It draws
 number the symmetric noise needs, and keeps half the entries in the tree.
 
 Layout: the entries are ordered column by column of the upper triangle, ``(j, k)`` for ``k = 0..n-1`` and
-``j = 0..k``, so the leading ``(n-1) n / 2`` entries are the packed top-left (n-1) x (n-1) block (DP-UCB's Gram
-block) and the last n entries are column n-1 (its response column and the unused sum of y^2).
+``j = 0..k``. ``mirror`` scatters a packed vector into the lower triangle of an n x n matrix (DP-UCB adds its noise
+there: LAPACK's lower Cholesky factorisation reads only that triangle).
 """
 
 from __future__ import annotations
@@ -37,15 +37,15 @@ class PackedLayout:
     """Index arrays of the packed layout of n x n symmetric matrices (module docstring); all read-only.
 
     ``rows``, ``cols`` (P,): the entry (row <= col) of each packed position, P = n(n+1)/2; ``weight`` (P,):
-    1/sqrt(2) on the diagonal, 1 off it (``phi``); ``lower`` (P - n,): flat positions ``col * (n-1) + row`` in a
-    C-ordered (n-1) x (n-1) matrix of the leading block's entries, i.e. their mirror images *below* the diagonal.
+    1/sqrt(2) on the diagonal, 1 off it (``phi``); ``mirror`` (P,): flat positions ``col * n + row`` in a C-ordered
+    n x n matrix, the packed entries' mirror images *below* the diagonal.
     """
 
     n: int
     rows: np.ndarray
     cols: np.ndarray
     weight: np.ndarray
-    lower: np.ndarray
+    mirror: np.ndarray
     flat: np.ndarray  # rows * n + cols: the packed entries' flat positions in an n x n matrix
     diagonal: np.ndarray  # the packed positions of the diagonal entries
 
@@ -57,12 +57,6 @@ class PackedLayout:
         """``phi(v v^T)`` for a vector v of shape (n,): (P,), written into ``out`` when given."""
         out = np.take(np.multiply.outer(v, v), self.flat, out=out)
         out[self.diagonal] *= _INV_SQRT2
-        return out
-
-    def pack_outers(self, V: np.ndarray) -> np.ndarray:
-        """:meth:`pack_outer` of every row of V (S, n): (S, P), the same products and scaling, hence the same bits."""
-        out = np.take((V[:, :, None] * V[:, None, :]).reshape(len(V), -1), self.flat, axis=1)
-        out[:, self.diagonal] *= _INV_SQRT2
         return out
 
     def unpack(self, packed: np.ndarray) -> np.ndarray:
@@ -81,9 +75,7 @@ def packed_layout(n: int) -> PackedLayout:
     order = np.lexsort((rows, cols))  # column by column: column k holds rows 0..k
     rows, cols = rows[order], cols[order]
     weight = np.where(rows == cols, _INV_SQRT2, 1.0)
-    block = cols < n - 1
-    lower = cols[block] * (n - 1) + rows[block]
-    flat, diagonal = rows * n + cols, np.flatnonzero(rows == cols)
-    for a in (rows, cols, weight, lower, flat, diagonal):
+    mirror, flat, diagonal = cols * n + rows, rows * n + cols, np.flatnonzero(rows == cols)
+    for a in (rows, cols, weight, mirror, flat, diagonal):
         a.flags.writeable = False
-    return PackedLayout(n, rows, cols, weight, lower, flat, diagonal)
+    return PackedLayout(n, rows, cols, weight, mirror, flat, diagonal)

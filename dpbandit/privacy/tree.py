@@ -11,6 +11,9 @@ one independent noise draw, when it closes. An item lies in at most one node per
 the whole run is *exactly* one Gaussian mechanism with noise multiplier ``sigma / (Delta sqrt(L))``; the accountant
 (:mod:`dpbandit.privacy.ledger`) gets this statement from :attr:`TreeAggregator.accounting`. Items may depend on
 earlier releases (adaptive continual release, ``spec/private-oco-learners.md`` §2 "Adaptivity").
+
+:class:`TreeNoise` is the same mechanism with the exact sums left to the caller (its release is ``s_t`` plus the
+path nodes' noise); :class:`TreeNoiseStack` advances S of them in lockstep (seed batching).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import numpy as np
 from dpbandit.privacy.noise import GammaNormNoise, GeneralizedGaussianNoise, Noise, SymmetricGaussianNoise
 from dpbandit.validation import check_generator, check_int
 
-__all__ = ["TreeAccounting", "TreeAggregator", "TreeStack", "tree_depth", "popcount", "check_item_shape", "check_noise"]
+__all__ = ["TreeAccounting", "TreeAggregator", "TreeNoise", "TreeNoiseStack", "tree_depth", "popcount", "check_item_shape",
+           "check_noise"]
 
 
 def tree_depth(horizon: int) -> int:
@@ -289,52 +293,92 @@ class TreeAggregator:
         )
 
 
-class TreeStack:
-    """S vanilla :class:`TreeAggregator` s of one shape and horizon, at the same step, advanced together (seed
-    batching, issue 15). Their path sums are stacked into (S, L, *shape) and (S, L + 1, *shape) arrays that the trees
-    view, so every tree stays the live state (its ``release``, ``t`` and accounting are unchanged). :meth:`add` is
-    every tree's :meth:`TreeAggregator.add` at once: the same operations over a leading axis, and each node's noise
-    drawn by the tree's own noise from the tree's own generator, in the trees' order: the same bits per tree.
+class TreeNoise:
+    """The noise of the vanilla tree's releases alone: ``release_t = s_t + noise_t``, with the exact prefix sum
+    ``s_t`` kept by the caller (the form of TF Privacy's ``tree_aggregation``; used by DP-UCB, whose exact Gram sum is
+    a cheap rank-one update per round while the tree's node sums would cost a pass over the path).
+
+    It is the mechanism of :class:`TreeAggregator` (vanilla), not an approximation of it: the vanilla release sums the
+    ``popcount(t)`` path nodes, each an exact node sum plus its own noise draw, i.e. ``s_t`` plus the sum of the path
+    nodes' draws, which is what :meth:`add` returns. Each node's noise is drawn once, when it closes (one draw of
+    ``shape`` per step), from ``rng``, so the privacy statement (:attr:`accounting`: each item touches at most
+    ``L = floor(log2 T) + 1`` noisy nodes) is the tree's. Floating-point sums are grouped differently from
+    :class:`TreeAggregator`'s, so releases agree to rounding, not bit for bit.
+
+    Items are vectors ``(d,)`` (matrices go packed, :mod:`dpbandit.privacy.packed`). State: ``(L + 1, d)`` suffix
+    sums of the path nodes' noise; O(d) work per step.
+    """
+
+    def __init__(self, shape: Any, horizon: int, noise: Noise, rng: np.random.Generator) -> None:
+        self._shape = check_item_shape(shape)
+        if len(self._shape) != 1:
+            raise ValueError(f"shape must be a vector shape (d,), got {self._shape}")
+        self._horizon = check_int("horizon", horizon, low=1)
+        if noise is None:
+            raise TypeError("noise must be a dpbandit.privacy.noise.Noise (TreeNoise is the noise of a noisy tree)")
+        self._noise = check_noise(noise, self._shape)
+        self._rng = check_generator(rng)
+        self._depth = tree_depth(self._horizon)
+        self._t = 0
+        # suffix[h]: the summed noise of the path nodes at the set bits >= h of t; suffix[0] is the release's noise
+        self.suffix = np.zeros((self._depth + 1, *self._shape))
+
+    @property
+    def t(self) -> int:
+        """Steps taken (items the caller added to its exact sum)."""
+        return self._t
+
+    @property
+    def accounting(self) -> TreeAccounting:
+        """The statement for the accountant, that of the vanilla :class:`TreeAggregator` with this noise."""
+        return TreeAccounting(mechanism="binary tree (vanilla)", noise=self._noise, nodes_per_item=self._depth,
+                              depth=self._depth, horizon=self._horizon, shape=self._shape)
+
+    def add(self) -> np.ndarray:
+        """Step t -> t + 1: the node closing now gets its noise draw; returns the release's noise (a view of the
+        state, valid until the next step). ``ValueError`` beyond the horizon."""
+        i = self._step()
+        return _close_node(self.suffix, i, self._noise.draw(self._rng, self._shape))
+
+    def _step(self) -> int:
+        """Count the step; the level of the node closing now (its i children leave the path)."""
+        if self._t >= self._horizon:
+            raise ValueError(f"cannot add item {self._t + 1}: the tree's horizon is {self._horizon} items")
+        self._t += 1
+        return (self._t & -self._t).bit_length() - 1
+
+
+def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray) -> np.ndarray:
+    """Close the level-i node with noise ``draw`` in path suffix sums (..., L + 1, *shape) over a leading axis
+    ``...`` (one tree, or a stack): its suffix is the one above plus the draw, and the levels below copy it."""
+    np.add(suffix[..., i + 1, :], draw, out=suffix[..., i, :])
+    if i:
+        suffix[..., :i, :] = suffix[..., i : i + 1, :]
+    return suffix[..., 0, :]
+
+
+class TreeNoiseStack:
+    """S :class:`TreeNoise` s of one vector shape and horizon, at the same step, advanced together (seed batching,
+    issue 15): their suffix sums are stacked into one (S, L + 1, d) array that each tree views, so every tree stays
+    the live state. :meth:`add` draws each node's noise by the tree's own noise from the tree's own generator, in the
+    trees' order, and does the sums once over the stack: the same bits per tree as its own :meth:`TreeNoise.add`.
     """
 
     def __init__(self, trees) -> None:
-        trees = list(trees)
+        self.trees = trees = list(trees)
         t0 = trees[0]
-        if any(t._honaker or t._shape != t0._shape or t._horizon != t0._horizon or t._t != t0._t
-               or (t._noise is None) != (t0._noise is None) for t in trees):
-            raise ValueError("trees must be vanilla trees of one shape and horizon, at the same step")
-        self.trees = trees
-        self.alpha = np.stack([t._alpha for t in trees])
-        self.suffix = np.stack([t._suffix for t in trees])
+        if any(len(t._shape) != 1 or t._shape != t0._shape or t._horizon != t0._horizon or t._t != t0._t
+               for t in trees):
+            raise ValueError("trees must be vector trees of one shape and horizon, at the same step")
+        self.suffix = np.stack([t.suffix for t in trees])
         for s, t in enumerate(trees):
-            t._alpha, t._suffix = self.alpha[s], self.suffix[s]
+            t.suffix = self.suffix[s]
+        self._draws = np.empty((len(trees), *t0._shape))
 
-    def add(self, items: np.ndarray) -> None:
-        """Add ``items[s]`` to tree s for every s; ``items``: (S, *shape) finite floats."""
-        t0 = self.trees[0]
-        if not math.isfinite(items.sum()) and not np.isfinite(items).all():
-            raise ValueError("value must be finite (no NaN or inf)")
-        if t0._t >= t0._horizon:
-            raise ValueError(f"cannot add item {t0._t + 1}: the tree's horizon is {t0._horizon} items")
-        t = t0._t + 1
-        for tree in self.trees:
-            tree._t = t
-        i = (t & -t).bit_length() - 1  # as TreeAggregator.add / _add_vanilla, over the leading axis
-        alpha, suffix = self.alpha, self.suffix
-        node = alpha[:, i]
-        if i:
-            np.add.reduce(alpha[:, :i], axis=1, out=node)
-            node += items
-        else:
-            node[...] = items
-        np.add(node, suffix[:, i + 1], out=suffix[:, i])
-        if t0._noise is not None:
-            for s, tree in enumerate(self.trees):
-                suffix[s, i] += tree._noise.draw(tree._rng, tree._shape)
-        suffix[:, :i] = suffix[:, i : i + 1]
-
-    def release(self) -> np.ndarray:
-        """The trees' releases, (S, *shape): a read-only view (copy it to keep it past the next :meth:`add`)."""
-        out = self.suffix[:, 0]
-        out.flags.writeable = False
-        return out
+    def add(self) -> np.ndarray:
+        """Every tree's :meth:`TreeNoise.add`; returns the releases' noise (S, d), a view of the state."""
+        draws = self._draws
+        for s, t in enumerate(self.trees):
+            i = t._step()
+            draws[s] = t._noise.draw(t._rng, t._shape)
+        return _close_node(self.suffix, i, draws)

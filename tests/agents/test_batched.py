@@ -124,7 +124,7 @@ def test_batched_dp_ucb_falls_back_seed_by_seed_like_the_single_path(monkeypatch
 
     def failing(a):
         calls.append(a.shape)
-        if a.ndim == 3 and len(a) > 4 and len(calls) % 3 == 0:  # the stacked call (S M > M = 4) fails now and then
+        if a.ndim == 4 and len(calls) % 3 == 0:  # the stacked (S, M, d, d) call fails now and then
             raise np.linalg.LinAlgError("planted")
         return real(a)
 
@@ -133,7 +133,7 @@ def test_batched_dp_ucb_falls_back_seed_by_seed_like_the_single_path(monkeypatch
     agent_spec = AgentSpec("dp_ucb", params={"epsilon": 1.0})
     frames, _ = simulate_batch_agents(env_spec, agent_spec, [1, 2], checkpoints=None)
     monkeypatch.setattr(batched_dp_ucb.np.linalg, "cholesky", real)
-    assert any(len(shape) == 3 and shape[0] == 8 for shape in calls)
+    assert any(shape[:2] == (2, 4) for shape in calls)
     for seed, frame in zip([1, 2], frames):
         assert frame.equals(_single(env_spec, agent_spec, seed, None)[0])
 
@@ -154,4 +154,31 @@ def test_batched_dp_ucb_scores_are_the_single_rows_bit_for_bit(shape):
         releases.append(DPUCBRelease(7, chol, rng.normal(size=(K, d)), 1.7, False))
     obs = np.broadcast_to(rng.normal(size=(S, 1, d)), (S, K, d))  # the disjoint layout: one context on every arm
     single = np.stack([ucb_scores(r, x) for r, x in zip(releases, obs)])
-    assert np.array_equal(disjoint_scores(releases, obs), single)
+    rhs = np.stack((obs, np.stack([r.response for r in releases])), axis=2)
+    assert np.array_equal(disjoint_scores(releases, rhs), single)
+
+
+def test_batched_dp_ucb_refuses_bad_data_with_the_single_paths_errors():
+    """The batched checks pass anything doubtful to each seed's own stage: the same errors as a single-seed run."""
+    import numpy as np
+
+    from dpbandit.agents.batched.dp_ucb import BatchedDPUCB
+
+    env = gymnasium.make("dpbandit/GLMBandit-v0", **{**SMALL, "structure": "disjoint", "horizon": 5})
+    agents = [make_agent("dp_ucb", env, epsilon=1.0) for _ in range(3)]
+    for s, agent in enumerate(agents):
+        agent.reset(s)
+    K, d = agents[0].n_arms, agents[0].dim
+    obs = np.zeros((3, K, d))
+    obs[:, :, 0] = 1.0  # on the bound
+    form = BatchedDPUCB(agents)
+    form.update(obs, np.array([0, 1, 2]), np.zeros(3))
+    assert [a.curator.t for a in agents] == [1, 1, 1]
+    bad = obs.copy()
+    bad[1, 2, 0] = 1.5
+    with pytest.raises(ValueError, match="context_bound"):
+        form.update(bad, np.array([0, 2, 2]), np.zeros(3))
+    with pytest.raises(ValueError, match="arm must be an integer"):
+        form.update(obs, np.array([0, K, 1]), np.zeros(3))
+    with pytest.raises(ValueError, match="reward"):
+        form.update(obs, np.array([0, 1, 1]), np.array([0.0, np.nan, 0.0]))

@@ -152,12 +152,13 @@ def test_releases_are_read_only_and_fresh():
     agent.update(unit_rows(rng, 3, 4), 1, 0.2, {})
     second = agent._release
     for r in (first, second):
-        assert not r.cholesky.flags.writeable and not r.theta.flags.writeable
+        assert not r.cholesky.flags.writeable and not r.response.flags.writeable and not r.theta.flags.writeable
         with pytest.raises(ValueError):
-            r.theta[0, 0] = 1.0
+            r.response[0, 0] = 1.0
         with pytest.raises(dataclasses.FrozenInstanceError):
             r.beta = 0.0
-    assert not np.shares_memory(first.theta, second.theta) and first.t == 0 and second.t == 1
+    assert not np.shares_memory(first.response, second.response) and first.t == 0 and second.t == 1
+    assert not np.shares_memory(first.cholesky, second.cholesky)
 
 
 @pytest.mark.parametrize("structure", ["shared", "disjoint"])
@@ -176,7 +177,7 @@ def test_disjoint_zero_items_and_shared_clock():
     noisy = DPUCB(c, epsilon=1.0)
     before = noisy._release.cholesky.copy()
     noisy.update(obs, 2, 1.0, {})
-    assert noisy.curator._tree.t == 1 and noisy.curator.noisy_statistics().shape == (3, 4, 4)  # one clock, 3 blocks
+    assert noisy.curator._noise.t == noisy.curator.t == 1 and noisy.curator.noisy_statistics().shape == (3, 4, 4)  # one clock, 3 blocks
     assert np.all(np.any(noisy._release.cholesky != before, axis=(1, 2)))  # every tree released fresh noise
 
 

@@ -166,10 +166,9 @@ def test_dpucb_action_unchanged_when_curator_history_is_altered_after_a_release(
     frozen = {k: np.array(v, copy=True) for k, v in vars(release).items() if isinstance(v, np.ndarray)}
     observations = [rng.normal(size=(3, 4)) / 2 for _ in range(25)]
     before = [agent.act(o) for o in observations]
-    # alter the raw data the curator holds (every tree node, sums and noise) and feed it other users
-    for tree in [agent.curator._tree]:
-        tree._alpha[...] = rng.normal(size=tree._alpha.shape) * 1e3
-        tree._suffix[...] = rng.normal(size=tree._suffix.shape) * 1e3
+    # alter the raw data the curator holds (exact sums, tree noise, work arrays) and feed it other users
+    for state in _dpucb_state(agent.curator):
+        state[...] = rng.normal(size=state.shape) * 1e3
     assert [agent.act(o) for o in observations] == before
     assert [DPUCB.action_rule(release, o, np.random.default_rng(0)) for o in observations] == before
     for t in range(5):
@@ -179,13 +178,18 @@ def test_dpucb_action_unchanged_when_curator_history_is_altered_after_a_release(
         np.testing.assert_array_equal(getattr(release, key), value)
 
 
+def _dpucb_state(curator) -> list:
+    """Every array of a DP-UCB curator's state that holds users' data or the tree's noise."""
+    return [curator._gram, curator._extended, curator._v, curator._noise.suffix]
+
+
 @pytest.mark.parametrize("structure", ["shared", "disjoint"])
 def test_releases_are_read_only_and_share_no_memory_with_the_curator(structure):
     agent, _ = _dpucb_with_users(structure, 5)
     release = agent._release
     arrays = [v for v in vars(release).values() if isinstance(v, np.ndarray)]
     assert arrays
-    state = [agent.curator._tree._alpha, agent.curator._tree._suffix]
+    state = _dpucb_state(agent.curator)
     for a in arrays:
         assert not a.flags.writeable
         with pytest.raises(ValueError):

@@ -274,32 +274,47 @@ def test_step_queries_are_validated():
         tree.release_variance_factor(1.0)
 
 
-@pytest.mark.parametrize("noise_on", [True, False])
-def test_tree_stack_advances_every_tree_exactly_as_its_own_add(noise_on):
-    """TreeStack.add (seed batching) = each tree's own add: same releases bit for bit, each tree's noise from its own
-    generator; the horizon and non-finite items are refused as by TreeAggregator."""
+def test_tree_noise_plus_exact_sums_is_the_vanilla_tree():
+    """TreeNoise is the vanilla tree's mechanism: with the same generator it draws the same node noise, and exact
+    prefix sum + its noise equals TreeAggregator's release to rounding at every step; same accounting statement."""
     from dpbandit.privacy.noise import GaussianNoise
-    from dpbandit.privacy.tree import TreeStack
+    from dpbandit.privacy.tree import TreeNoise
+
+    noise = GaussianNoise(0.7)
+    tree, alone = TreeAggregator((5,), 37, noise, np.random.default_rng(4)), TreeNoise((5,), 37, noise,
+                                                                                       np.random.default_rng(4))
+    assert alone.accounting == tree.accounting
+    items = np.random.default_rng(9).normal(size=(37, 5))
+    total = np.zeros(5)
+    for t in range(37):
+        tree.add(items[t])
+        total += items[t]
+        np.testing.assert_allclose(total + alone.add(), tree.release(), rtol=0, atol=1e-12)
+    assert alone.t == 37
+    with pytest.raises(ValueError, match="horizon is 37"):
+        alone.add()
+    with pytest.raises(TypeError, match="noise must be"):
+        TreeNoise((5,), 37, None, np.random.default_rng(0))
+
+
+def test_tree_noise_stack_is_each_trees_own_add_bit_for_bit():
+    """TreeNoiseStack.add (seed batching) = each TreeNoise's own add: same noise bit for bit, each tree's draws from
+    its own generator; the horizon is refused as by TreeNoise."""
+    from dpbandit.privacy.noise import GaussianNoise
+    from dpbandit.privacy.tree import TreeNoise, TreeNoiseStack
 
     def trees():
-        return [TreeAggregator((5,), 37, GaussianNoise(0.7) if noise_on else None,
-                               np.random.default_rng(s) if noise_on else None) for s in range(3)]
+        return [TreeNoise((5,), 37, GaussianNoise(0.7), np.random.default_rng(s)) for s in range(3)]
 
     alone, together = trees(), trees()
-    stack = TreeStack(together)
-    items = np.random.default_rng(9).normal(size=(37, 3, 5))
-    for t in range(37):
-        for tree, item in zip(alone, items[t]):
-            tree.add(item)
-        stack.add(items[t])
-        assert np.array_equal(stack.release(), np.stack([tree.release() for tree in alone]))
-        assert all(np.array_equal(a.release(), b.release()) and a.t == b.t for a, b in zip(alone, together))
+    stack = TreeNoiseStack(together)
+    for _ in range(37):
+        expected = np.stack([tree.add().copy() for tree in alone])
+        assert np.array_equal(stack.add(), expected)
+        assert all(np.array_equal(a.suffix, b.suffix) and a.t == b.t for a, b in zip(alone, together))
     with pytest.raises(ValueError, match="horizon is 37"):
-        stack.add(items[0])
-    fresh = TreeStack(trees())
-    with pytest.raises(ValueError, match="finite"):
-        fresh.add(np.full((3, 5), np.nan))
+        stack.add()
+    one = trees()
+    one[0].add()
     with pytest.raises(ValueError, match="same step"):
-        one = trees()
-        one[0].add(items[0, 0])
-        TreeStack(one)
+        TreeNoiseStack(one)
