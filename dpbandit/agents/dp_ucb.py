@@ -383,10 +383,12 @@ class DPUCB(PrivateAgent):
         super().__init__(constants)
 
     def memory_estimate(self) -> int:
-        """The curator's tree: about ``log2 T + 1`` stored ``(M, d+1, d+1)`` Gram blocks (M = K disjoint, 1 shared),
-        plus the item, the release's Cholesky factors and work arrays (a few more blocks)."""
+        """The curator's state: the tree noise's ``log2 T + 2`` path sums of the M packed blocks ((d+1)(d+2)/2 floats
+        each; M = K disjoint, 1 shared), the exact sums and the extended matrices (M (d+1)^2 each), the release's
+        factors and a block of work arrays."""
+        n, M = self.dim + 1, self.cal.n_models
         levels = max(self.constants.horizon, 2).bit_length() + 1
-        return 8 * self.cal.n_models * (self.dim + 1) ** 2 * (levels + 5)
+        return 8 * M * (levels * n * (n + 1) // 2 + 4 * n * n)
 
     def _make_curator(self, privacy_rng: np.random.Generator) -> DPUCBCurator:
         return DPUCBCurator(self.cal, self.n_arms, privacy_rng)
