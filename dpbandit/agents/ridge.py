@@ -49,8 +49,20 @@ def _blas_updates_in_place() -> bool:
     return bool(np.array_equal(W, np.arange(6.0).reshape(3, 2) - 1.0))
 
 
-#: ``W -= outer(c, u)`` in place for a C-contiguous float64 matrix W.
-subtract_outer = _subtract_outer_blas if _blas_updates_in_place() else _subtract_outer_numpy
+_BLAS_IN_PLACE = _blas_updates_in_place()
+
+#: Models of at most this many floats take the numpy rank-one update, whose form over a leading seed axis has the
+#: same bits (``dpbandit.agents.batched.ridge`` batches exactly these); larger ones BLAS ``dger``.
+NUMPY_OUTER_MAX = 2**15
+
+
+def subtract_outer(W: np.ndarray, c: np.ndarray, u: np.ndarray) -> None:
+    """``W -= outer(c, u)`` in place for a C-contiguous float64 matrix W: numpy up to :data:`NUMPY_OUTER_MAX`
+    floats, BLAS ``dger`` (no temporary) above."""
+    if W.size <= NUMPY_OUTER_MAX or not _BLAS_IN_PLACE:
+        _subtract_outer_numpy(W, c, u)
+    else:
+        _subtract_outer_blas(W, c, u)
 
 
 class RidgeState:
@@ -91,6 +103,7 @@ class RidgeState:
         self.W = np.empty((n_models, d + 1, d))
         self._b = np.empty((n_models, d))
         self.counts = np.empty(n_models, dtype=np.int64)
+        self._numpy_outer = (d + 1) * d <= NUMPY_OUTER_MAX or not _BLAS_IN_PLACE
         self.reset()
 
     # Views without the model axis in the shared structure; properties (not stored views) so that copies and
@@ -155,7 +168,10 @@ class RidgeState:
         scale = 1.0 / (1.0 + np.matmul(x[None, :], u[:, None])[0, 0])
         c = r * scale
         c[d] = (r[d] - y) * scale
-        subtract_outer(W, c, u)
+        if self._numpy_outer:  # subtract_outer, inlined (its numpy form)
+            np.subtract(W, np.multiply.outer(c, u), out=W)
+        else:
+            _subtract_outer_blas(W, c, u)
         self._b[m] += y * x
         self.counts[m] += 1
 

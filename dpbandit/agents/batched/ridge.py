@@ -3,7 +3,8 @@
 Each seed's :class:`~dpbandit.agents.ridge.RidgeState` is re-pointed at its slice of the stacked buffers, so the agent
 objects stay the live state. Scoring and the ridge update run batched with the same per-matrix calls and operand
 layouts as :meth:`LinUCB.scores` / :meth:`RidgeState.update`, hence the same floating-point results; the rank-one
-step stays the per-seed BLAS ``dger`` (a fused multiply-add kernel has no bitwise-equal numpy form). Models whose
+step is :func:`~dpbandit.agents.ridge.subtract_outer`'s numpy form over the seeds (the single path uses it for
+models of up to ``NUMPY_OUTER_MAX`` floats, BLAS ``dger`` above, which has no bitwise-equal numpy form). Models whose
 buffers hold more than ``_SEQUENTIAL_ABOVE`` floats (about d > 55 at K = 10) decline: their round is O(K d^2) per
 seed and lockstep only streamed every seed's buffers through the cache (measured slower at d = 200,
 ``benchmarks/batch_benchmark.py``).
@@ -18,7 +19,7 @@ import numpy as np
 from dpbandit.agents.baselines import Greedy
 from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
 from dpbandit.agents.linucb import LinUCB
-from dpbandit.agents.ridge import _subtract_outer_blas, dger, subtract_outer
+from dpbandit.agents.ridge import NUMPY_OUTER_MAX
 
 __all__ = ["BatchedRidge"]
 
@@ -44,11 +45,10 @@ class BatchedRidge:
         for s, a in enumerate(agents):
             a.ridge.W, a.ridge._b, a.ridge.counts = self.W[s], self.B[s], self.C[s]
         self.rows = np.arange(len(agents))
-        self._WT = [[w.T for w in Ws] for Ws in self.W]  # per seed and model: the Fortran view dger updates
 
     @classmethod
     def build(cls, agents) -> "BatchedRidge | None":
-        return None if agents[0].ridge.W.size > _SEQUENTIAL_ABOVE else cls(agents)
+        return None if agents[0].ridge.W.size > min(_SEQUENTIAL_ABOVE, NUMPY_OUTER_MAX) else cls(agents)
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         W, d = self.W, self.d
@@ -88,12 +88,8 @@ class BatchedRidge:
         scale = 1.0 / (1.0 + np.matmul(X[:, None, :], u[:, :, None])[:, 0, 0])
         c = r * scale[:, None]
         c[:, d] = (r[:, d] - y) * scale
-        if subtract_outer is _subtract_outer_blas:  # its body, with the views made once (same calls, same bits)
-            for WT, m, cs, us in zip(self._WT, models.tolist(), c, u):
-                dger(-1.0, us, cs, a=WT[m], overwrite_a=1)
-        else:
-            for s, m in enumerate(models):
-                subtract_outer(W[s, m], c[s], u[s])
+        # subtract_outer's numpy form for every seed at once (built only for models of <= NUMPY_OUTER_MAX floats)
+        W[rows, models] -= c[:, :, None] * u[:, None, :]
         self.B[rows, models] += y[:, None] * X
         self.C[rows, models] += 1
 
