@@ -4,26 +4,25 @@ Workload: DP-UCB (epsilon = 1, delta = 1/T, tight node noise of spec/errata.md E
 unit-l2-norm Gaussian contexts, linear rewards, one process, ``gymnasium.make`` + ``simulate``, both forms
 (shared: M = 1 model; disjoint: M = K models, one per arm, on one tree clock).
 
-The reference line, ``bare``, is the work the mechanism cannot avoid per round, done with the fastest plain
-numpy/LAPACK calls on the same machine in the same run:
+The reference line, ``bare``, is the work the mechanism and the index cannot avoid per round, done with the fastest
+plain numpy/LAPACK calls on the same machine in the same run:
 
 * the node noise the tree needs: one node closes per round, i.e. M symmetric (d+1)x(d+1) draws of
   (d+1)(d+2)/2 normals each (``rng.standard_normal((M, (d+1)(d+2)/2))``);
 * M Cholesky factorisations of d x d matrices (``numpy.linalg.cholesky`` on the (M, d, d) stack; LAPACK ``dpotrf``
   when M = 1, where numpy's batched wrapper costs more than the factorisation);
-* M solves ``theta = V^{-1} u`` with those factors (LAPACK ``dpotrs``).
+* the triangular solves the index needs, ``C [w | r] = [x | u]``: one LAPACK ``dtrtrs`` with the K contexts and u
+  as right-hand sides (shared), or one per arm with ``[x_a | u_a]`` against that arm's factor (disjoint). (Until
+  this revision the line solved only for theta, ``dpotrs`` with u, and left out the K widths ``||x_a||_{V^{-1}}``
+  the index needs; that line is still printed, as ``bare_theta_only_us_per_round``.)
 
 ``ratio_to_bare`` = agent us/round (through ``simulate``, environment included) / bare us/round; the target is
 <= 1.5 for d = 20 ... 200 in both forms. ``env_loop`` (an agent that does nothing) is printed as the floor the
 environment sets, and ``agent_minus_env_loop_ratio_to_bare`` = (agent - env loop) / bare, the agent's own cost.
 Cases are interleaved (round-robin repetitions, medians; ``_bench.py``); absolute numbers are for this machine at
-the printed load only. (The agent solves ``C [w | r] = [x | u]`` with triangular solves in its action rule where
-the bare line calls ``potrs``: the same two triangular passes per model.)
+the printed load only.
 
-Measured (default options, load 1.2-1.7, issue 15), agent-only ratio, d = 20 / 50 / 100 / 200: shared 9.1 / 3.7 /
-2.0 / 1.39, disjoint 2.5 / 1.45 / 1.23 / 1.20. Before the exact-sums form (d = 20 / 50 / 100): shared 12.0 / 5.0 /
-2.6, disjoint 3.1 / 1.7 / 1.4. Where the bare work is a few microseconds (shared d <= 50: one small factorisation),
-the fixed cost of some 40 numpy and LAPACK calls per round dominates.
+Measured: see the CHANGELOG and the closing notes of issue 15 (the figures move with the machine's load; rerun).
 
     python benchmarks/dpucb_benchmark.py [--repeats 3] [--horizon 2000] [--dims 20,50,100,200]
 """
@@ -52,13 +51,18 @@ def make_env(structure: str, dim: int, horizon: int):
                           theta="dense", contexts="gaussian", context_norm="l2", context_bound=1.0, normalize="scale")
 
 
-def bare_work(models: int, dim: int, rounds: int):
-    """A case timing ``rounds`` rounds of the bare mechanism work (module docstring) for ``models`` models."""
+def bare_work(models: int, dim: int, rounds: int, theta_only: bool = False):
+    """A case timing ``rounds`` rounds of the bare work (module docstring) for ``models`` models and K arms
+    (``theta_only``: the old line, one ``dpotrs`` with u per model instead of the index's solves)."""
     gen = np.random.default_rng(1)
     A = gen.standard_normal((models, dim, 2 * dim)) / np.sqrt(2 * dim)
     V = A @ A.transpose(0, 2, 1) + np.eye(dim)  # well-conditioned SPD stack, like V_t = N + 2 Upsilon I
     u = gen.standard_normal((models, dim))
+    X = gen.standard_normal((ARMS, dim))
     packed = (dim + 1) * (dim + 2) // 2
+    # the right-hand sides, F-ordered as LAPACK takes them: [X^T | u] (shared) or [x_a | u_a] per arm (disjoint)
+    rhs = ([np.asfortranarray(np.column_stack((X.T, u[0])))] if models == 1
+           else [np.asfortranarray(np.column_stack((x, v))) for x, v in zip(X, u)])
 
     def run() -> float:
         rng = np.random.default_rng(0)
@@ -67,8 +71,12 @@ def bare_work(models: int, dim: int, rounds: int):
             for _ in range(rounds):
                 rng.standard_normal((models, packed))
                 C = np.linalg.cholesky(V) if models > 1 else lapack.dpotrf(V[0], lower=1, clean=1)[0][None]
-                for m in range(models):
-                    lapack.dpotrs(C[m], u[m], lower=1)
+                if theta_only:
+                    for m in range(models):
+                        lapack.dpotrs(C[m], u[m], lower=1)
+                else:
+                    for m in range(models):
+                        lapack.dtrtrs(C[m].T, rhs[m], lower=0, trans=1)  # C^T: F-ordered, no copy
             return time.perf_counter() - start
 
     return run
@@ -83,12 +91,14 @@ def measure(dim: int, horizon: int, repeats: int) -> dict:
         agent = make_agent("dp_ucb", env, epsilon=1.0)
         cases[structure] = timed(lambda env=env, agent=agent: simulate(env, agent, 0, checkpoints=100))
         cases[f"bare_{structure}"] = bare_work(1 if structure == "shared" else ARMS, dim, horizon)
+        cases[f"bare_theta_only_{structure}"] = bare_work(1 if structure == "shared" else ARMS, dim, horizon, True)
     seconds = interleaved(cases, repeats)
     us = {k: round(1e6 * s / horizon, 1) for k, s in seconds.items()}
     for structure in ("shared", "disjoint"):
         bare = seconds[f"bare_{structure}"]
         ratio = seconds[structure] / bare
         out[structure] = {"agent_us_per_round": us[structure], "bare_us_per_round": us[f"bare_{structure}"],
+                          "bare_theta_only_us_per_round": us[f"bare_theta_only_{structure}"],
                           "env_loop_us_per_round": us[f"env_loop_{structure}"],
                           "ratio_to_bare": round(ratio, 3), "meets_1.5x": bool(ratio <= 1.5),
                           "agent_minus_env_loop_ratio_to_bare": round(

@@ -72,12 +72,12 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.linalg import blas
 
+from dpbandit.agents import dp_ucb_kernels as kernels
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
-from dpbandit.agents.dp_ucb_release import DPUCBRelease, factor, frozen, ucb_scores
-from dpbandit.agents.private import (Curator, PrivateAgent, RewardClip, check_context_bound, context_l2_bound,
-                                     l2_bound_text, reward_clip_range)
+from dpbandit.agents.dp_ucb_release import DPUCBRelease, factor, frozen, ucb_index
+from dpbandit.agents.private import (CONTEXT_RTOL, Curator, PrivateAgent, RewardClip, check_context_bound,
+                                     context_l2_bound, l2_bound_text, reward_clip_range)
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
@@ -89,6 +89,8 @@ __all__ = ["CALIBRATIONS", "DPUCB", "DPUCBCalibration", "DPUCBCurator", "DPUCBRe
 
 #: Node-noise calibrations: E6 (tight) or the paper's formula (§7.4).
 CALIBRATIONS: tuple[str, ...] = ("tight", "paper")
+
+_NO_NOISE = np.empty(0)  # the packed noise with the noise off
 
 
 def paper_levels(horizon: int) -> int:
@@ -186,34 +188,11 @@ class DPUCBCalibration:
                 f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (E5, docs/derivations.md#e5)")
 
 
-def noisy_extended(gram: np.ndarray, noise: np.ndarray | None, out: np.ndarray, scatter: np.ndarray) -> np.ndarray:
-    """The lower triangles of ``gram + phi^{-1}(noise)``, (M, n, n) or (S, M, n, n) with n = d + 1, written into
-    ``out``: the tree's release plus the shift (``gram`` holds the exact sums and the shift in its lower triangles,
-    ``noise`` (M P,) or (S, M P) the tree's packed noise, ``scatter`` its flat positions in an (M, n, n) stack,
-    :func:`noise_positions`); ``gram`` itself when noise is off. V_t is ``[..., :d, :d]`` of the result and the noisy
-    response column u its row ``[..., d, :d]``; nothing above the diagonals is meaningful."""
-    if noise is None:
-        return gram
-    n = gram.shape[-1]
-    if out.ndim == 3:
-        out.reshape(-1)[scatter] = noise
-    else:
-        out.reshape(len(out), -1)[:, scatter] = noise
-    out.reshape(*out.shape[:-2], n * n)[..., :: n + 1] *= math.sqrt(2.0)  # phi stores the diagonal divided by sqrt 2
-    out += gram
-    return out
-
-
-def add_outer(gram: np.ndarray, v: np.ndarray) -> None:
-    """``gram += v v^T`` on the lower triangle of a C-ordered (n, n) ``gram``, in place (BLAS ``dsyr`` on the
-    F-ordered transpose, whose upper triangle it is: a quarter of the work of a numpy outer product and sum)."""
-    blas.dsyr(1.0, v, a=gram.T, lower=0, overwrite_a=1)
-
-
-def noise_positions(models: int, n: int) -> np.ndarray:
-    """Flat positions in a C-ordered (models, n, n) stack of the packed entries (:mod:`dpbandit.privacy.packed`) of
-    each matrix, mirrored below the diagonal: (models n (n+1)/2,)."""
-    return (np.arange(models)[:, None] * (n * n) + packed_layout(n).mirror).reshape(-1)
+def lift(chol: np.ndarray, V: np.ndarray, failed: np.ndarray, rho_min: float) -> None:
+    """Refactor into ``chol`` (M, d, d) the models where ``failed`` (M,) is set, their V_t (``V``, lower
+    triangles) lifted to ``lambda_min = rho_min`` (:func:`~dpbandit.agents.dp_ucb_release.factor`)."""
+    for m in np.flatnonzero(failed):
+        chol[m] = factor(V[m], rho_min)
 
 
 class DPUCBCurator(Curator):
@@ -233,15 +212,16 @@ class DPUCBCurator(Curator):
         self.cal = cal
         self.n_arms = n_arms
         d, M = cal.dim, cal.n_models
-        self._scatter = noise_positions(M, d + 1)
-        self._noise = (TreeNoise(self._scatter.shape, cal.horizon, GaussianNoise(cal.sigma_n), rng)
+        packed = M * (d + 1) * (d + 2) // 2
+        self._noise = (TreeNoise((packed,), cal.horizon, GaussianNoise(cal.sigma_n), rng)
                        if cal.sigma_n > 0 else None)
         self._gram = np.zeros((M, d + 1, d + 1))
         self._gram.reshape(M, -1)[:, : (d + 1) * d : d + 2] = cal.shift  # the Gram block's diagonal
-        self._extended = np.zeros((M, d + 1, d + 1))
-        self._v = np.empty(d + 1)
+        self._V = np.zeros((M, d, d))  # V_t's lower triangles, refilled every round
+        self._v = np.zeros(d + 1)  # the item [x; y]; zero at first, so the first publish adds nothing
+        self._failed = np.zeros(M, dtype=np.int64)
         self._t = 0
-        self._release = self.release_from(range(M), None, self._gram)
+        self._release = self.publish(0, _NO_NOISE, frozen(np.empty((0, d, d))))
 
     @property
     def t(self) -> int:
@@ -250,10 +230,19 @@ class DPUCBCurator(Curator):
 
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
         real = self.stage(observation, arm, reward)
-        add_outer(self._gram[real], self._v)
-        noise = self._noise.add() if self._noise is not None else None
-        extended = noisy_extended(self._gram, noise, self._extended, self._scatter)
-        self._release = self.release_from(self.changed(real), self._release, extended)
+        noise = self._noise.add() if self._noise is not None else _NO_NOISE
+        self._release = self.publish(real, noise, self._release.cholesky)
+
+    def publish(self, model: int, noise: np.ndarray, previous: np.ndarray) -> DPUCBRelease:
+        """Add the staged item to ``model``'s exact sums and release the noisy V_t and u
+        (:func:`~dpbandit.agents.dp_ucb_kernels.publish`, which factors every model when the noise is on, else only
+        ``model``, keeping the others' ``previous`` factors); a V_t that the noise made indefinite is lifted
+        (:func:`~dpbandit.agents.dp_ucb_release.factor`)."""
+        cal = self.cal
+        chol, u, failures = kernels.publish(self._gram, self._v, model, noise, self._V, previous, self._failed)
+        if failures:
+            lift(chol, self._V, self._failed, cal.rho_min)
+        return DPUCBRelease(self._t, frozen(chol), frozen(u), cal.beta(self._t), cal.n_models == 1)
 
     def stage(self, observation: np.ndarray, arm: int, reward: float) -> int:
         """Check one user's data, count the user and set ``v = [x; clipped y]``; returns the model that gets the
@@ -264,20 +253,14 @@ class DPUCBCurator(Curator):
             raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, d)}, got {obs.shape}")
         arm = check_arm(arm, self.n_arms)
         reward = check_real("reward", reward)
-        check_context_bound(obs[arm], cal.context_norm, cal.context_bound)
+        norm = kernels.load_item(obs, arm, cal.clip.clip(reward), cal.context_norm == "linf", self._v)
+        if norm > cal.context_bound * (1.0 + CONTEXT_RTOL):
+            check_context_bound(obs[arm], cal.context_norm, cal.context_bound)  # raises, with the message
         if self._t >= cal.horizon:
             raise ValueError(f"DP-UCB is calibrated for horizon T = {cal.horizon} (the environment's); cannot serve "
                              f"user {self._t + 1}")
         self._t += 1
-        v = self._v
-        v[:d] = obs[arm]
-        v[d] = cal.clip.clip(reward)
         return 0 if cal.n_models == 1 else arm
-
-    def changed(self, real: int) -> range | tuple[int]:
-        """The models whose V_t changed this round: all with noise on (every node of every block is fresh), else
-        only the played arm's (a zero item changes nothing)."""
-        return range(self.cal.n_models) if self._noise is not None else (real,)
 
     def noisy_statistics(self) -> np.ndarray:
         """The tree's current release as symmetric matrices (M, d+1, d+1): noisy ``sum_s v_s v_s^T`` (for tests)."""
@@ -288,22 +271,6 @@ class DPUCBCurator(Curator):
         if self._noise is None:
             return exact
         return exact + packed_layout(d + 1).unpack(self._noise.suffix[0].reshape(M, -1))
-
-    def release_from(self, changed, previous: DPUCBRelease | None, extended: np.ndarray) -> DPUCBRelease:
-        """The release of ``extended`` (:func:`noisy_extended`), with the models ``changed`` refactored."""
-        cal, d = self.cal, self.cal.dim
-        return DPUCBRelease(self._t, frozen(self.factors(changed, previous, extended[:, :d, :d])),
-                            frozen(extended[:, d, :d].copy()), cal.beta(self._t), cal.n_models == 1)
-
-    def factors(self, changed, previous: DPUCBRelease | None, V: np.ndarray) -> np.ndarray:
-        """Lower Cholesky factors of V_t (M, d, d) (lower triangles read): all in one call when every model changed,
-        else a copy of the previous release's factors with the models ``changed`` refactored."""
-        if previous is None or len(changed) == self.cal.n_models:
-            return factor(V, self.cal.rho_min)
-        chol = previous.cholesky.copy()
-        for k in changed:
-            chol[k] = factor(V[k : k + 1], self.cal.rho_min)[0]
-        return chol
 
     def release(self) -> DPUCBRelease:
         return self._release
@@ -395,5 +362,7 @@ class DPUCB(PrivateAgent):
 
     @staticmethod
     def action_rule(release: DPUCBRelease, observation: np.ndarray, rng: np.random.Generator) -> int:
-        """``argmax_a x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` from the release and this user's (K, d) features."""
-        return argmax_random_tie(ucb_scores(release, observation), rng)
+        """``argmax_a x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` from the release and this user's (K, d) features
+        (ties at random, NaN refused: :func:`~dpbandit.agents.baselines.argmax_random_tie`)."""
+        values, best, ties = ucb_index(release, observation)
+        return best if ties == 1 else argmax_random_tie(values, rng)

@@ -1,9 +1,9 @@
 """DP-UCB's release and what the action rule computes from it (``dpbandit.agents.dp_ucb``).
 
 :class:`DPUCBRelease` holds the lower Cholesky factors C of V_t and the noisy response column u (read-only), from
-which ``theta_hat_t = V_t^{-1} u``; :func:`factor` is the Cholesky factorisation with the post-processing lift of a
-V_t that the noise made indefinite; :func:`ucb_scores` the optimistic index ``x_a^T theta_hat + beta_t
-||x_a||_{V_t^{-1}}`` of each arm for one user, from one triangular solve per model: with ``w = C^{-1} x`` and
+which ``theta_hat_t = V_t^{-1} u``; :func:`factor` is the post-processing lift of a V_t that the noise made
+indefinite; :func:`ucb_scores` the optimistic index ``x_a^T theta_hat + beta_t
+||x_a||_{V_t^{-1}}`` of each arm for one user, by forward substitution with the factors: with ``w = C^{-1} x`` and
 ``r = C^{-1} u``, ``x^T theta_hat = w . r`` and ``||x||_{V^{-1}} = ||w||_2``.
 """
 
@@ -14,7 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import lapack
 
-__all__ = ["DPUCBRelease", "factor", "frozen", "ucb_scores"]
+from dpbandit.agents.dp_ucb_kernels import scores
+
+__all__ = ["DPUCBRelease", "factor", "frozen", "ucb_index", "ucb_scores"]
 
 
 @dataclass(frozen=True)
@@ -44,51 +46,33 @@ def frozen(a: np.ndarray) -> np.ndarray:
 
 
 def factor(V: np.ndarray, rho_min: float) -> np.ndarray:
-    """Lower Cholesky factors (M, d, d) of the stack V (M, d, d), of which only the lower triangles are read.
-
-    One batched LAPACK call (``numpy.linalg.cholesky``), or LAPACK ``potrf`` directly for a single matrix (numpy's
-    batched wrapper costs more than a small factorisation). With probability <= alpha the noise exceeded the
-    2 Upsilon margin and a V_t is not positive definite: that model's spectrum is lifted to
-    ``lambda_min = rho_min`` (post-processing, no privacy cost).
+    """Lower Cholesky factor (d, d) of the symmetric matrix V_t whose lower triangle V (d, d) holds, lifted to
+    ``lambda_min = rho_min`` if V_t is not positive definite (post-processing, no privacy cost; with probability
+    <= alpha the noise exceeds the 2 Upsilon margin). The curator's kernel factors V_t itself and calls this only
+    for a V_t it could not factor (:func:`~dpbandit.agents.dp_ucb.lift`).
     """
-    if len(V) == 1:
-        U, info = lapack.dpotrf(V[0].T, lower=0, clean=1)  # the upper triangle of the F-ordered V^T: no copy
-        if info == 0:
-            return U.T[None]
-    else:
-        try:
-            return np.linalg.cholesky(V)
-        except np.linalg.LinAlgError:
-            pass
-    out = np.empty_like(V)
-    for k, lower in enumerate(V):
-        sym = np.tril(lower) + np.tril(lower, -1).T
+    sym = np.tril(V) + np.tril(V, -1).T
+    C, info = lapack.dpotrf(sym, lower=1, clean=1)
+    if info > 0:
+        sym[np.diag_indices_from(sym)] += rho_min - np.linalg.eigvalsh(sym)[0]
         C, info = lapack.dpotrf(sym, lower=1, clean=1)
-        if info > 0:
-            sym[np.diag_indices_from(sym)] += rho_min - np.linalg.eigvalsh(sym)[0]
-            C, info = lapack.dpotrf(sym, lower=1, clean=1)
-        if info != 0:
-            raise np.linalg.LinAlgError(f"Cholesky factorisation of V_t failed (LAPACK info {info})")
-        out[k] = C
-    return out
+    if info != 0:
+        raise np.linalg.LinAlgError(f"Cholesky factorisation of V_t failed (LAPACK info {info})")
+    return C
 
 
 def ucb_scores(release: DPUCBRelease, observation: np.ndarray) -> np.ndarray:
-    """``x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` for the (K, d) features: (K,).
+    """``x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` for the (K, d) features: (K,)."""
+    return ucb_index(release, observation)[0]
 
-    One LAPACK ``trtrs`` per model solves ``C [w | r] = [x | u]`` (shared: every arm's x and u in one call; disjoint:
-    arm a's x_a and u_a against its factor C_a); C^T is the F-ordered upper factor and the right-hand sides are
-    C-ordered rows, so LAPACK reads both without copies.
-    """
-    X = np.asarray(observation, dtype=float)
-    C, u = release.cholesky, release.response
-    if release.shared:
-        W = lapack.dtrtrs(C[0].T, np.concatenate((X, u)).T, lower=0, trans=1)[0]  # (d, K + 1)
-        widths = np.sqrt(np.einsum("dk,dk->k", W[:, :-1], W[:, :-1]))
-        means = W[:, -1] @ W[:, :-1]
-    else:
-        B = np.stack((X, u), axis=1)  # (K, 2, d): arm a's right-hand sides [x_a | u_a] as B[a].T
-        W = np.stack([lapack.dtrtrs(c.T, b.T, lower=0, trans=1)[0] for c, b in zip(C, B)])  # (K, d, 2)
-        widths = np.sqrt(np.einsum("kd,kd->k", W[..., 0], W[..., 0]))
-        means = np.einsum("kd,kd->k", W[..., 0], W[..., 1])
-    return means + release.beta * widths
+
+def ucb_index(release: DPUCBRelease, observation: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """``(scores, best, ties)``: :func:`ucb_scores` with the first arm of largest score and the number of arms
+    sharing it (compiled forward substitutions, :func:`~dpbandit.agents.dp_ucb_kernels.scores`)."""
+    X = np.ascontiguousarray(observation, dtype=float)
+    C = release.cholesky
+    if X.ndim != 2 or X.shape[1] != C.shape[-1] or (len(C) > 1 and len(X) != len(C)):
+        raise ValueError(f"observation must have shape (K, d) with d = {C.shape[-1]}"
+                         + ("" if len(C) == 1 else f" and K = {len(C)}") + f", got {X.shape}")
+    out = np.empty(len(X))
+    return out, *scores(C, release.response, X, release.beta, out)

@@ -121,7 +121,8 @@ class GaussianNoise(Noise):
         return self.sigma * rng.standard_normal(shape)
 
     def draw(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
-        return self.sigma * rng.standard_normal(shape)
+        # one pass: numpy's normal(0, sigma) is 0 + sigma * standard_normal, the bits of sample()'s product
+        return rng.normal(0.0, self.sigma, shape)
 
     def describe(self) -> dict:
         return {"name": self.name, "sigma": self.sigma}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from dpbandit.privacy.noise import GammaNormNoise, GeneralizedGaussianNoise, Noise, SymmetricGaussianNoise
 from dpbandit.validation import check_generator, check_int
@@ -348,13 +349,23 @@ class TreeNoise:
         return (self._t & -self._t).bit_length() - 1
 
 
+@njit(cache=True)
 def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray) -> np.ndarray:
-    """Close the level-i node with noise ``draw`` in path suffix sums (..., L + 1, *shape) over a leading axis
-    ``...`` (one tree, or a stack): its suffix is the one above plus the draw, and the levels below copy it."""
-    np.add(suffix[..., i + 1, :], draw, out=suffix[..., i, :])
-    if i:
-        suffix[..., :i, :] = suffix[..., i : i + 1, :]
-    return suffix[..., 0, :]
+    """Close the level-i node with noise ``draw`` (d,) in the path suffix sums (L + 1, d): its suffix is the one
+    above plus the draw, and the levels below copy it; returns the release's noise ``suffix[0]`` (a view)."""
+    for k in range(suffix.shape[1]):
+        suffix[i, k] = suffix[i + 1, k] + draw[k]
+    for h in range(i):
+        suffix[h] = suffix[i]
+    return suffix[0]
+
+
+@njit(cache=True)
+def _close_nodes(suffix: np.ndarray, i: int, draws: np.ndarray) -> np.ndarray:
+    """:func:`_close_node` for each tree of a stack: suffix sums (S, L + 1, d), draws (S, d); returns (S, d)."""
+    for s in range(suffix.shape[0]):
+        _close_node(suffix[s], i, draws[s])
+    return suffix[:, 0]
 
 
 class TreeNoiseStack:
@@ -381,4 +392,4 @@ class TreeNoiseStack:
         for s, t in enumerate(self.trees):
             i = t._step()
             draws[s] = t._noise.draw(t._rng, t._shape)
-        return _close_node(self.suffix, i, draws)
+        return _close_nodes(self.suffix, i, draws)

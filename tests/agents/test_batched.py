@@ -113,49 +113,63 @@ def test_argmax_rows_breaks_ties_with_the_rows_own_generator_only():
         argmax_random_tie_rows(np.array([[np.nan, np.nan]]), [np.random.default_rng(0)])
 
 
-def test_batched_dp_ucb_falls_back_seed_by_seed_like_the_single_path(monkeypatch):
-    """When the stacked factorisation fails (some V_t not positive definite), every seed is refactored by the single
-    path's own routine: the frames stay identical."""
+@pytest.mark.parametrize("structure", ["shared", "disjoint"])
+def test_batched_dp_ucb_lifts_indefinite_v_like_the_single_path(structure):
+    """Without the 2 Upsilon shift the node noise makes V_t indefinite: each such model is lifted by the single
+    path's own routine, and the batched releases and actions stay those of the single seeds, bit for bit."""
     import numpy as np
 
-    from dpbandit.agents.batched import dp_ucb as batched_dp_ucb
+    from dpbandit.agents.batched.dp_ucb import BatchedDPUCB
 
-    real, calls = np.linalg.cholesky, []
+    env = gymnasium.make("dpbandit/GLMBandit-v0", **{**SMALL, "structure": structure, "horizon": 40})
+    agents = [make_agent("dp_ucb", env, epsilon=1.0) for _ in range(4)]
+    K, d = SMALL["n_arms"], SMALL["dim"]
+    for k, agent in enumerate(agents):
+        agent.reset(k // 2)
+        agent.curator._gram[:, np.arange(d), np.arange(d)] = 1e-3  # no shift: V_t indefinite at once
+    singles, stacked = agents[::2], agents[1::2]
+    batched = BatchedDPUCB(stacked)
+    rng, lifted = np.random.default_rng(0), 0
+    for _ in range(30):
+        obs = rng.normal(size=(2, K, d))
+        obs /= np.linalg.norm(obs, axis=-1, keepdims=True)
+        arms = batched.act(obs)
+        assert arms.tolist() == [a.act(x) for a, x in zip(singles, obs)]
+        rewards = rng.uniform(-1.0, 1.0, size=2)
+        batched.update(obs, arms, rewards)
+        for a, x, arm, r in zip(singles, obs, arms.tolist(), rewards.tolist()):
+            a.update(x, arm, r, {})
+        lifted += int(batched.failed.sum())
+        for a, b in zip(singles, stacked):
+            assert np.array_equal(a._release.cholesky, b._release.cholesky)
+            assert np.array_equal(a._release.response, b._release.response)
+    assert lifted > 0
 
-    def failing(a):
-        calls.append(a.shape)
-        if a.ndim == 4 and len(calls) % 3 == 0:  # the stacked (S, M, d, d) call fails now and then
-            raise np.linalg.LinAlgError("planted")
-        return real(a)
 
-    monkeypatch.setattr(batched_dp_ucb.np.linalg, "cholesky", failing)
-    env_spec = EnvSpec("dpbandit/GLMBandit-v0", {**SMALL, "structure": "disjoint", "horizon": 60})
-    agent_spec = AgentSpec("dp_ucb", params={"epsilon": 1.0})
-    frames, _ = simulate_batch_agents(env_spec, agent_spec, [1, 2], checkpoints=None)
-    monkeypatch.setattr(batched_dp_ucb.np.linalg, "cholesky", real)
-    assert any(shape[:2] == (2, 4) for shape in calls)
-    for seed, frame in zip([1, 2], frames):
-        assert frame.equals(_single(env_spec, agent_spec, seed, None)[0])
-
-
+@pytest.mark.parametrize("models", [1, None])
 @pytest.mark.parametrize("shape", [(16, 2, 50), (3, 4, 7), (5, 10, 20)])
-def test_batched_dp_ucb_scores_are_the_single_rows_bit_for_bit(shape):
+def test_batched_dp_ucb_scores_are_the_single_rows_bit_for_bit(shape, models):
     import numpy as np
 
-    from dpbandit.agents.batched.dp_ucb import disjoint_scores
+    from dpbandit.agents.dp_ucb_kernels import scores_stack
     from dpbandit.agents.dp_ucb_release import DPUCBRelease, ucb_scores
 
     rng = np.random.default_rng(0)
     S, K, d = shape
-    releases = []
-    for _ in range(S):
-        A = rng.normal(size=(K, d, d))
-        chol = np.linalg.cholesky(A @ A.transpose(0, 2, 1) + d * np.eye(d))
-        releases.append(DPUCBRelease(7, chol, rng.normal(size=(K, d)), 1.7, False))
-    obs = np.broadcast_to(rng.normal(size=(S, 1, d)), (S, K, d))  # the disjoint layout: one context on every arm
-    single = np.stack([ucb_scores(r, x) for r, x in zip(releases, obs)])
-    rhs = np.stack((obs, np.stack([r.response for r in releases])), axis=2)
-    assert np.array_equal(disjoint_scores(releases, rhs), single)
+    M = models or K
+    A = rng.normal(size=(S, M, d, d))
+    chol = np.linalg.cholesky(A @ A.transpose(0, 1, 3, 2) + d * np.eye(d))
+    response = rng.normal(size=(S, M, d))
+    obs = rng.normal(size=(S, K, d))
+    single = np.stack([ucb_scores(DPUCBRelease(7, c, u, 1.7, M == 1), x) for c, u, x in zip(chol, response, obs)])
+    assert np.array_equal(scores_stack(chol, response, obs, 1.7, np.empty((S, K))), single)
+    # and the index itself: x^T V^{-1} u + beta ||x||_{V^{-1}}
+    V = chol @ chol.transpose(0, 1, 3, 2)
+    Vinv = np.linalg.inv(V[:, [0] * K] if M == 1 else V)
+    u = response[:, [0] * K] if M == 1 else response
+    expected = (np.einsum("skd,skde,ske->sk", obs, Vinv, u)
+                + 1.7 * np.sqrt(np.einsum("skd,skde,ske->sk", obs, Vinv, obs)))
+    np.testing.assert_allclose(single, expected, rtol=1e-9, atol=1e-12)
 
 
 def test_batched_dp_ucb_refuses_bad_data_with_the_single_paths_errors():

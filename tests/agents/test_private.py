@@ -180,7 +180,7 @@ def test_dpucb_action_unchanged_when_curator_history_is_altered_after_a_release(
 
 def _dpucb_state(curator) -> list:
     """Every array of a DP-UCB curator's state that holds users' data or the tree's noise."""
-    return [curator._gram, curator._extended, curator._v, curator._noise.suffix]
+    return [curator._gram, curator._V, curator._v, curator._noise.suffix]
 
 
 @pytest.mark.parametrize("structure", ["shared", "disjoint"])

@@ -1,20 +1,16 @@
 """Batched DP-UCB: S seeds' curators and action rules advanced together, bit-identical per seed (issue 15).
 
-Per seed, because it draws that seed's noise or has no bitwise-equal batched form: each curator's checks
-(:meth:`~dpbandit.agents.dp_ucb.DPUCBCurator.stage`), each tree node's noise (drawn by the seed's
-:class:`~dpbandit.privacy.tree.TreeNoise` from its own privacy stream), the shared form's LAPACK ``potrf`` and every
-``trtrs`` solve, the BLAS rank-one updates of the exact Gram sums. Batched, with the same operations on a leading
-seed axis: the noisy extended matrices (:func:`~dpbandit.agents.dp_ucb.noisy_extended`), the disjoint form's Cholesky
-factorisations (one ``numpy.linalg.cholesky`` call on the (S, M, d, d) stack: numpy factorises matrix by matrix with
-the same LAPACK call as the single path's (M, d, d) call; a stack that is not positive definite somewhere is refactored
-seed by seed exactly as the single path does), the disjoint scores' dot products (one einsum, equal to the per-seed
-one) and the tie-broken argmax. Each curator and agent holds its own release after every round, so
-``privacy_report`` and any later single-seed step are those of a single-seed run.
+The per-round work of every seed is the single path's compiled kernels (:mod:`dpbandit.agents.dp_ucb_kernels`),
+run over a leading seed axis in one call: ``publish_stack`` (the exact sums' rank-one updates, the noisy V_t and u,
+the Cholesky factorisations) and ``scores_stack`` (the index of every arm). Per seed, in Python: each tree node's
+noise, drawn by the seed's :class:`~dpbandit.privacy.tree.TreeNoise` from its own privacy stream (the sums over the
+stack, :class:`~dpbandit.privacy.tree.TreeNoiseStack`), and the lift of a V_t that is not positive definite, as the
+single path does it. The checks run over the stack; data a check could refuse goes seed by seed through the single
+path's own ``stage``. Each curator and agent holds its own release after every round (views of the stacked
+factors), so ``privacy_report`` and any later single-seed step are those of a single-seed run.
 
-Measured (``benchmarks/batch_benchmark.py --agents dp_ucb``, 16 seeds against one in the same run, load ~1):
-2.03-2.05x on ``--env dpbandit/HanFigure51-K2-v0 --horizon 10000`` (the frontier's environment, K = 2, d = 50), 1.88x
-on the default GLM workload (disjoint, K = 10, d = 20), where each seed's K node-noise draws, K factorisations and K
-triangular solves per round stay per seed.
+Measured: ``benchmarks/batch_benchmark.py --agents dp_ucb`` (16 seeds against one in the same run); figures in the
+CHANGELOG.
 """
 
 from __future__ import annotations
@@ -22,12 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.linalg import lapack
 
+from dpbandit.agents import dp_ucb_kernels as kernels
 from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
+from dpbandit.agents.dp_ucb import DPUCB, lift
+from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen, ucb_index
 from dpbandit.agents.private import CONTEXT_RTOL
-from dpbandit.agents.dp_ucb import DPUCB, add_outer, noisy_extended
-from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen, ucb_scores
 from dpbandit.privacy.tree import TreeNoiseStack
 
 __all__ = ["BatchedDPUCB"]
@@ -42,19 +38,25 @@ class BatchedDPUCB:
         self.rngs = [a.rng for a in agents]
         self.cal = cal = agents[0].cal
         self.noisy = cal.sigma_n > 0
-        # stacked state that each seed's curator views: exact sums, extended matrices, [x; y], the noise paths
+        S, d = len(curators), cal.dim
+        # stacked state that each seed's curator views: exact sums, V_t, [x; y], failure flags, the noise paths
         self.gram = np.stack([c._gram for c in curators])  # (S, M, d+1, d+1)
-        self.extended = np.stack([c._extended for c in curators])
+        self.V = np.stack([c._V for c in curators])  # (S, M, d, d)
         self.v = np.stack([c._v for c in curators])  # (S, d+1)
+        self.failed = np.stack([c._failed for c in curators])  # (S, M)
         for s, c in enumerate(curators):
-            c._gram, c._extended, c._v = self.gram[s], self.extended[s], self.v[s]
+            c._gram, c._V, c._v, c._failed = self.gram[s], self.V[s], self.v[s], self.failed[s]
         self.trees = TreeNoiseStack([c._noise for c in curators]) if self.noisy else None
-        self.rows = np.arange(len(agents))
-        # the disjoint scores' right-hand sides [x_a | u_a] of every seed and arm, (S, K, 2, d)
-        self.rhs = np.empty((len(agents), agents[0].n_arms, 2, cal.dim))
-        if cal.n_models > 1:
-            self.rhs[:, :, 1] = [c._release.response for c in curators]
-        self.scatter = curators[0]._scatter
+        self.no_noise, self.no_previous = np.empty((S, 0)), frozen(np.empty((S, 0, d, d)))
+        self.rows = np.arange(S)
+        self.scores = np.empty((S, agents[0].n_arms))
+        self._stack([a._release for a in agents])
+
+    def _stack(self, releases: list[DPUCBRelease]) -> None:
+        """Keep the releases' factors and responses stacked for :meth:`act` (copies, when not made here)."""
+        self.releases = releases
+        self.chol = frozen(np.stack([r.cholesky for r in releases]))
+        self.response = frozen(np.stack([r.response for r in releases]))
 
     @classmethod
     def build(cls, agents: Sequence[DPUCB]) -> "BatchedDPUCB | None":
@@ -65,11 +67,13 @@ class BatchedDPUCB:
 
     def act(self, obs: np.ndarray) -> np.ndarray:
         releases = [a._release for a in self.agents]
-        if self.cal.n_models == 1:
-            scores = np.stack([ucb_scores(r, x) for r, x in zip(releases, obs)])
-        else:
-            self.rhs[:, :, 0] = obs
-            scores = disjoint_scores(releases, self.rhs)
+        if any(r is not p for r, p in zip(releases, self.releases)):  # a seed was stepped on its own
+            self._stack(releases)
+        X = np.ascontiguousarray(obs, dtype=float)
+        if X.shape == (len(releases), *self.scores.shape[1:], self.cal.dim):
+            scores = kernels.scores_stack(self.chol, self.response, X, releases[0].beta, self.scores)
+        else:  # the single path's error
+            scores = np.stack([ucb_index(r, x)[0] for r, x in zip(releases, X)])
         return argmax_random_tie_rows(scores, self.rngs)
 
     def stage(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> list[int]:
@@ -93,39 +97,22 @@ class BatchedDPUCB:
         return arms.tolist() if cal.n_models > 1 else [0] * len(curators)
 
     def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
-        curators, cal, d = self.curators, self.cal, self.cal.dim
-        reals = self.stage(obs, arms, rewards)
-        for c, real in zip(curators, reals):
-            add_outer(c._gram[real], c._v)
-        noise = self.trees.add() if self.noisy else None  # every seed's node noise from its own stream
-        extended = noisy_extended(self.gram, noise, self.extended, self.scatter)
-        chols = None
-        if self.noisy and cal.n_models > 1:  # every model refactored every round: one stacked call
-            try:
-                chols = frozen(np.linalg.cholesky(extended[:, :, :d, :d]))
-            except np.linalg.LinAlgError:  # some V_t not positive definite: the single path's per-seed fallback
-                pass
-        if chols is None:
-            chols = [frozen(c.factors(c.changed(real), c._release, ext[:, :d, :d]))
-                     for c, real, ext in zip(curators, reals, extended)]
-        responses = frozen(extended[:, :, d, :d].copy())
-        self.rhs[:, :, 1] = responses  # the releases' response columns, for the disjoint scores
-        t, beta, shared = curators[0].t, cal.beta(curators[0].t), cal.n_models == 1
-        for agent, c, chol, u in zip(self.agents, curators, chols, responses):
-            c._release = agent._release = DPUCBRelease(t, chol, u, beta, shared)
-
-
-def disjoint_scores(releases: Sequence, rhs: np.ndarray) -> np.ndarray:
-    """:func:`~dpbandit.agents.dp_ucb_release.ucb_scores` of the disjoint form for every seed: (S, K), from the
-    right-hand sides ``rhs`` (S, K, 2, d) ``[x_a | u_a]`` of every seed and arm. The same per-arm LAPACK solves;
-    their dot products in one einsum over the seeds (equal bit for bit to the per-seed ``"kd,kd->k"``); the releases
-    share one round, hence one beta."""
-    S, K, _, d = rhs.shape
-    W = np.stack([lapack.dtrtrs(c.T, b.T, lower=0, trans=1)[0]
-                  for r, Bs in zip(releases, rhs) for c, b in zip(r.cholesky, Bs)]).reshape(S, K, d, 2)
-    widths = np.sqrt(np.einsum("skd,skd->sk", W[..., 0], W[..., 0]))
-    means = np.einsum("skd,skd->sk", W[..., 0], W[..., 1])
-    return means + releases[0].beta * widths
+        curators, cal = self.curators, self.cal
+        models = np.array(self.stage(obs, arms, rewards))
+        if self.noisy:  # every seed's node noise from its own stream; every model is refactored
+            noise, previous = self.trees.add(), self.no_previous
+        else:
+            noise, previous = self.no_noise, self.chol
+        chol, u, failures = kernels.publish_stack(self.gram, self.v, models, noise, self.V, previous, self.failed)
+        if failures:
+            for s in np.flatnonzero(self.failed.any(axis=1)):  # the single path's lift, seed by seed
+                lift(chol[s], self.V[s], self.failed[s], cal.rho_min)
+        self.chol, self.response = frozen(chol), frozen(u)
+        t = curators[0].t
+        beta, shared = cal.beta(t), cal.n_models == 1
+        self.releases = [DPUCBRelease(t, chol[s], u[s], beta, shared) for s in range(len(curators))]
+        for agent, c, r in zip(self.agents, curators, self.releases):
+            c._release = agent._release = r
 
 
 BATCHED_FORMS[DPUCB] = BatchedDPUCB.build

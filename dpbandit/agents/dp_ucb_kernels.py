@@ -1,0 +1,209 @@
+"""DP-UCB's per-round array work as compiled kernels (numba), for :mod:`dpbandit.agents.dp_ucb` and its batched form.
+
+At the dimensions DP-UCB is run at (d <= 200) a round's arrays are small, and written as numpy expressions the work
+took some 25 numpy and LAPACK calls whose fixed cost exceeded the arithmetic (issue 15: 5.4x the bare mechanism
+work at d = 20). Here a round of the curator is one kernel call (:func:`publish`) and the action rule's index one
+more (:func:`scores`). The loops are compiled without fast-math (IEEE operations in program order, so the bits do
+not depend on inlining or vectorisation); the factorisations and triangular solves are LAPACK's ``dpotrf`` and
+``dtrtrs``, SciPy's own (``scipy.linalg.cython_lapack``), called from the kernels. The batched form runs the same
+per-seed kernels over a leading seed axis, so its results equal the single seed's bit for bit.
+
+Layouts (every array C-contiguous). ``gram`` (M, n, n), n = d + 1: the exact sums ``sum_s v_s v_s^T`` (and the
+shift on the Gram block's diagonal) in the lower triangles; ``noise`` (M P,), P = n (n + 1) / 2: the tree's packed
+noise (:mod:`dpbandit.privacy.packed`; its order, column by column of the upper triangle, is row by row of the
+lower triangle, where the entries are mirrored), or an empty array with the noise off; ``V`` and ``chol``
+(M, d, d): V_t's lower triangles and the lower Cholesky factors C of V_t (``V_t = C C^T``; a C-ordered lower
+triangle is LAPACK's column-major upper triangle of the transpose, so LAPACK works on them in place, as "U");
+``response`` (M, d): the noisy response columns u.
+"""
+
+from __future__ import annotations
+
+import math
+
+import llvmlite.binding as llvm
+import numpy as np
+from numba import njit, types
+from numba.extending import get_cython_function_address
+
+__all__ = ["load_item", "publish", "publish_stack", "scores", "scores_stack"]
+
+_SQRT2 = math.sqrt(2.0)
+
+# SciPy's LAPACK, bound by symbol name so that the compiled kernels can be cached on disk
+for _name in ("dpotrf", "dtrtrs"):
+    llvm.add_symbol(f"dpbandit_{_name}", get_cython_function_address("scipy.linalg.cython_lapack", _name))
+_ptr = types.voidptr
+_dpotrf = types.ExternalFunction("dpbandit_dpotrf", types.void(*[_ptr] * 5))  # uplo, n, a, lda, info
+_dtrtrs = types.ExternalFunction("dpbandit_dtrtrs", types.void(*[_ptr] * 10))  # uplo trans diag n nrhs a lda b ldb info
+_FLAGS = np.array([ord("U"), ord("T"), ord("N")], dtype=np.uint8)  # uplo, trans, diag
+
+
+@njit(cache=True)
+def _cholesky(A):
+    """Factor in place the matrix whose lower triangle the C-ordered (d, d) A holds: A's lower triangle becomes C
+    (LAPACK ``dpotrf``, "U" on the column-major transpose); returns LAPACK's info (> 0: not positive definite)."""
+    if not A.flags.c_contiguous:
+        raise ValueError("the matrix must be C-contiguous")
+    ints = np.array([A.shape[0], 0], dtype=np.int32)  # n = lda, info
+    _dpotrf(_FLAGS.ctypes, ints.ctypes, A.ctypes, ints.ctypes, ints[1:].ctypes)
+    return ints[1]
+
+
+@njit(cache=True)
+def _solve(C, B):
+    """Solve ``C W = B`` in place for the lower factor C (d, d): the rows of B (r, d) are the right-hand sides on
+    entry and the solutions on exit (LAPACK ``dtrtrs``: "U", transposed, on the column-major transpose of C)."""
+    if not (C.flags.c_contiguous and B.flags.c_contiguous):
+        raise ValueError("the factor and the right-hand sides must be C-contiguous")
+    ints = np.array([C.shape[0], B.shape[0], 0], dtype=np.int32)  # n = lda = ldb, nrhs, info
+    _dtrtrs(_FLAGS.ctypes, _FLAGS[1:].ctypes, _FLAGS[2:].ctypes, ints.ctypes, ints[1:].ctypes, C.ctypes,
+            ints.ctypes, B.ctypes, ints.ctypes, ints[2:].ctypes)
+
+
+@njit(cache=True)
+def load_item(obs, arm, y, linf, v):
+    """Write the item ``v = [x; y]`` ((d+1,)) of the played arm's features ``x = obs[arm]`` ((K, d)) and the
+    clipped reward y; returns ``||x||_inf`` (``linf``) or ``||x||_2``, for the context-bound check."""
+    d = obs.shape[1]
+    norm = 0.0
+    for i in range(d):
+        x = obs[arm, i]
+        v[i] = x
+        if linf:
+            norm = max(norm, abs(x))
+        else:
+            norm += x * x
+    v[d] = y
+    return norm if linf else math.sqrt(norm)
+
+
+@njit(cache=True)
+def publish(gram, v, model, noise, V, previous, failed):
+    """One round of the curator: add the item ``v v^T`` ((n,)) to ``gram[model]``'s lower triangle; write the
+    lower triangles of ``V = G + H~`` (M, d, d) and the release's ``u`` (M, d) from ``gram + phi^{-1}(noise)`` (the
+    diagonal noise is ``sqrt(2)`` times its packed entry, :mod:`dpbandit.privacy.packed`); and factor V into the
+    release's ``chol`` (M, d, d), zero above the diagonals. Returns ``(chol, u, failures)``, fresh arrays and the
+    number of models whose V_t is not positive definite (flagged in ``failed``, :func:`_publish`)."""
+    M, d = V.shape[0], V.shape[1]
+    chol, u = np.zeros((M, d, d)), np.empty((M, d))
+    return chol, u, _publish(gram, v, model, noise, V, u, chol, previous, failed)
+
+
+@njit(cache=True)
+def _publish(gram, v, model, noise, V, u, chol, previous, failed):
+    """:func:`publish` into the given ``u`` and ``chol``. With the noise on every
+    model changed (fresh node noise for all) and is factored; with it off only ``model`` is, the others' factors
+    are copied from ``previous`` (M, d, d), and all are factored if ``previous`` is empty (0, d, d). ``failed``
+    (M,) gets 1 where V_t is not positive definite (the caller lifts it,
+    :func:`~dpbandit.agents.dp_ucb_release.factor`), else 0; returns the number of such models. The bottom-right
+    entry of ``gram``, a sum of y^2, is never read."""
+    n = v.shape[0]
+    d = n - 1
+    g = gram[model]
+    for i in range(n):
+        vi = v[i]
+        for j in range(i + 1):
+            g[i, j] += vi * v[j]
+    noisy = noise.shape[0] > 0
+    p = 0
+    for m in range(gram.shape[0]):
+        for i in range(n):
+            for j in range(i + 1):
+                value = gram[m, i, j]
+                if noisy:
+                    value += noise[p] * _SQRT2 if i == j else noise[p]
+                p += 1
+                if i < d:
+                    V[m, i, j] = value
+                elif j < d:
+                    u[m, j] = value
+    failures = 0
+    for m in range(gram.shape[0]):
+        failed[m] = 0
+        if noisy or m == model or previous.shape[0] == 0:
+            for i in range(d):
+                for j in range(i + 1):
+                    chol[m, i, j] = V[m, i, j]
+            if _cholesky(chol[m]) != 0:
+                failed[m] = 1
+                failures += 1
+        else:
+            chol[m] = previous[m]
+    return failures
+
+
+@njit(cache=True)
+def publish_stack(gram, v, models, noise, V, previous, failed):
+    """:func:`publish` for each seed of a stack: ``gram`` (S, M, n, n), ``v`` (S, n), ``models`` (S,), ``noise``
+    (S, M P) or (S, 0), ``V`` (S, M, d, d), ``previous`` (S, M, d, d) or (S, 0, d, d), ``failed`` (S, M); returns
+    ``(chol, u, failures)`` with chol (S, M, d, d) and u (S, M, d)."""
+    S, M, d = V.shape[0], V.shape[1], V.shape[2]
+    chol, u = np.zeros((S, M, d, d)), np.empty((S, M, d))
+    failures = 0
+    for s in range(S):
+        failures += _publish(gram[s], v[s], models[s], noise[s], V[s], u[s], chol[s], previous[s], failed[s])
+    return chol, u, failures
+
+
+@njit(cache=True)
+def scores(chol, response, X, beta, out):
+    """The optimistic index ``x_a^T theta_hat + beta ||x_a||_{V^{-1}}`` of each arm, (K,) into ``out``, from the
+    factors ``chol`` (M, d, d) and responses (M, d) of the release and the user's features X (K, d); M = 1 (shared:
+    every arm against model 0, one solve with K + 1 right-hand sides) or K (disjoint: arm a's ``[x_a | u_a]``
+    against model a). With ``w = C^{-1} x`` and ``r = C^{-1} u``: ``x^T theta_hat = w . r`` and
+    ``||x||_{V^{-1}} = ||w||_2``. Returns ``(best, ties)``: the first arm of largest index and the number of arms
+    sharing it (``(first NaN, 0)`` if an index is NaN), so that the action rule breaks ties, or refuses NaN, as
+    ``argmax_random_tie`` does."""
+    K, d = X.shape
+    if chol.shape[0] == 1:
+        W = np.empty((K + 1, d))  # rows: x_1 ... x_K, u
+        W[:K] = X
+        W[K] = response[0]
+        _solve(chol[0], W)
+        for a in range(K):
+            out[a] = _index(W[a], W[K], beta)
+    else:
+        W = np.empty((2, d))
+        for a in range(K):
+            W[0] = X[a]
+            W[1] = response[a]
+            _solve(chol[a], W)
+            out[a] = _index(W[0], W[1], beta)
+    return _best(out)
+
+
+@njit(cache=True)
+def _index(w, r, beta):
+    mean = 0.0
+    square = 0.0
+    for i in range(w.shape[0]):
+        mean += w[i] * r[i]
+        square += w[i] * w[i]
+    return mean + beta * math.sqrt(square)
+
+
+@njit(cache=True)
+def _best(values):
+    """``(argmax, number of entries equal to the max)`` of a 1-D array, as ``values.argmax()`` and
+    ``count_nonzero(values == max)`` compute them: (first NaN, 0) when there is a NaN."""
+    best = 0
+    for a in range(values.shape[0]):
+        if math.isnan(values[a]):
+            return a, 0
+        if values[a] > values[best]:
+            best = a
+    ties = 0
+    for a in range(values.shape[0]):
+        if values[a] == values[best]:
+            ties += 1
+    return best, ties
+
+
+@njit(cache=True)
+def scores_stack(chol, response, X, beta, out):
+    """:func:`scores` for each seed of a stack: ``chol`` (S, M, d, d), ``response`` (S, M, d), ``X`` (S, K, d),
+    ``out`` (S, K); the indices only."""
+    for s in range(chol.shape[0]):
+        scores(chol[s], response[s], X[s], beta, out[s])
+    return out
