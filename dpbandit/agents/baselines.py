@@ -10,14 +10,17 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+import math
+
 import numpy as np
+from numba import njit
 
 from dpbandit.agents.base import Agent
 from dpbandit.agents.ridge import RidgeState
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.validation import check_probability, check_real
 
-__all__ = ["argmax_random_tie", "check_arm", "UniformRandom", "Oracle", "Greedy", "EpsilonGreedy"]
+__all__ = ["argmax_random_tie", "best_and_ties", "check_arm", "UniformRandom", "Oracle", "Greedy", "EpsilonGreedy"]
 
 
 def argmax_random_tie(values: np.ndarray, rng: np.random.Generator) -> int:
@@ -33,6 +36,25 @@ def argmax_random_tie(values: np.ndarray, rng: np.random.Generator) -> int:
     if n_best == 0:
         raise ValueError(f"cannot choose an arm: the scores contain NaN ({values!r})")
     return int(np.flatnonzero(values == values[best])[rng.integers(n_best)])
+
+
+@njit(cache=True)
+def best_and_ties(values):
+    """``(first index of the largest entry, number of entries equal to it)`` of a 1-D float array, as
+    ``values.argmax()`` and ``count_nonzero(values == values.max())`` compute them, and ``(first NaN, 0)`` when
+    there is a NaN: compiled (numba) for the kernels of the private agents, whose action rules then break ties, or
+    refuse NaN, with :func:`argmax_random_tie` (called only when the count is not 1)."""
+    best = 0
+    for a in range(values.shape[0]):
+        if math.isnan(values[a]):
+            return a, 0
+        if values[a] > values[best]:
+            best = a
+    ties = 0
+    for a in range(values.shape[0]):
+        if values[a] == values[best]:
+            ties += 1
+    return best, ties
 
 
 def check_arm(arm: object, n_arms: int) -> int:

@@ -57,9 +57,9 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit
+from numba import njit
 
-from dpbandit.agents.baselines import argmax_random_tie, check_arm
+from dpbandit.agents.baselines import argmax_random_tie, best_and_ties, check_arm
 from dpbandit.agents.lasso_bandit import default_hyperparameters
 from dpbandit.agents.private import Curator, PrivateAgent, check_context_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
@@ -69,12 +69,49 @@ from dpbandit.privacy.calibrate import ZCDP_METHODS
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
 
-__all__ = ["DPHDB", "HDBCurator", "HDBRelease", "warmup_length", "LINKS"]
+__all__ = ["DPHDB", "HDBCurator", "HDBRelease", "greedy_index", "warmup_length", "LINKS"]
 
 #: Links DP-HDB has a GLM loss for.
 LINKS: tuple[str, ...] = ("identity", "logistic")
 
 _MAX = np.maximum.reduce  # ndarray.max without its Python wrapper (the same reduction)
+
+
+@njit(cache=True)
+def _dot(a, b):
+    """``a . b`` for 1-D arrays, in four interleaved partial sums (a fixed order, so the same bits everywhere, and
+    one that the compiler can vectorise without reassociating)."""
+    n = a.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    m = n - n % 4
+    for j in range(0, m, 4):
+        s0 += a[j] * b[j]
+        s1 += a[j + 1] * b[j + 1]
+        s2 += a[j + 2] * b[j + 2]
+        s3 += a[j + 3] * b[j + 3]
+    for j in range(m, n):
+        s0 += a[j] * b[j]
+    return (s0 + s1) + (s2 + s3)
+
+
+@njit(cache=True)
+def greedy_index(X, theta_forced, theta, h, logistic, out):
+    """DP-HDB's action rule after the warm-up (``spec/han-frank-wolfe.md`` §6) for the (K, d) features X: the arms
+    whose forced-sample mean ``mu(x_i . thetaF_i)`` is within h/2 of the best are the candidates, and ``out`` (K,)
+    gets ``x_i . theta_i`` for them, -inf for the others; returns ``(best, ties)`` of ``out``
+    (:func:`~dpbandit.agents.baselines.best_and_ties`). ``mu`` is the identity or the logistic function.
+    Compiled (numba): one pass over each row."""
+    K = X.shape[0]
+    forced = np.empty(K)
+    top = -math.inf
+    for i in range(K):
+        z = _dot(X[i], theta_forced[i])
+        forced[i] = 1.0 / (1.0 + math.exp(-z)) if logistic else z
+        if forced[i] > top or forced[i] != forced[i]:  # NaN propagates, as numpy's max does
+            top = forced[i]
+    for i in range(K):
+        out[i] = _dot(X[i], theta[i]) if forced[i] >= top - h / 2.0 else -math.inf
+    return best_and_ties(out)
 
 
 def warmup_length(dim: int, horizon: int, n_arms: int, epsilon: float) -> int:
@@ -264,13 +301,12 @@ class DPHDB(PrivateAgent):
         theta = release.theta
         if release.theta_forced is None:
             return release.round % theta.shape[0]
-        rows = observation[:, None, :]  # (K, 1, d): x_i^T theta_i for every arm i by one batched product
-        forced = (rows @ release.theta_forced[:, :, None])[:, 0, 0]
-        if release.link == "logistic":
-            forced = expit(forced)
-        candidates = forced >= forced.max() - release.h / 2.0
-        scores = (rows @ theta[:, :, None])[:, 0, 0]
-        return argmax_random_tie(np.where(candidates, scores, -np.inf), rng)
+        X = np.asarray(observation, dtype=float)
+        if X.shape != theta.shape:
+            raise ValueError(f"observation must have shape (n_arms, dim) = {theta.shape}, got {X.shape}")
+        values = np.empty(len(X))
+        best, ties = greedy_index(X, release.theta_forced, theta, release.h, release.link == "logistic", values)
+        return best if ties == 1 else argmax_random_tie(values, rng)
 
     def __repr__(self) -> str:
         return (f"DPHDB(K={self.n_arms}, d={self.dim}, epsilon={self.epsilon:g}, delta={self.delta:g}, "

@@ -56,14 +56,16 @@ actions of all other users are (epsilon, delta)-JDP. Forms, from ``constants.str
   every arm's tree is calibrated at the full (epsilon, delta), with no split, and the ledger records the K trees as
   that one mechanism.
 
-Cost per round: one BLAS rank-one update of the played model's exact sums, M (d+1)(d+2)/2 normals for the node
-closing now (the tree's noise kept apart from the sums, :class:`~dpbandit.privacy.tree.TreeNoise`), O(M (d+1)^2)
-array work, ``M`` Cholesky factorisations ``O(d^3)`` in one batched LAPACK call, M = 1 (shared) or K (disjoint; with
-noise off only the played arm's model changes and only its factor is recomputed), and in the action rule one
-triangular solve per model. ``benchmarks/dpucb_benchmark.py`` prints it as a ratio to that bare work measured in
-the same run. Per-seed results changed twice in issue 15 (same law, same draws per round): the node noise fills
-packed entries column by column (before: full matrices, row by row), and the release is computed as exact sums plus
-the path's noise (before: as a sum of noisy tree nodes), which rounds differently.
+Cost per round: M (d+1)(d+2)/2 normals for the node closing now (the tree's noise kept apart from the exact sums,
+:class:`~dpbandit.privacy.tree.TreeNoise`), then one compiled kernel (:mod:`dpbandit.agents.dp_ucb_kernels`): the
+rank-one update of the played model's exact sums, O(M (d+1)^2) work for the noisy V_t and u, and ``M`` LAPACK
+Cholesky factorisations ``O(d^3)``, M = 1 (shared) or K (disjoint; with noise off only the played arm's model
+changes and only its factor is recomputed); in the action rule one more kernel, one LAPACK triangular solve per
+model. ``benchmarks/dpucb_benchmark.py`` prints it as a ratio to that bare work measured in the same run. Per-seed
+results changed three times in issue 15 (same law, same draws per round), by rounding: the node noise fills packed
+entries column by column (before: full matrices, row by row); the release is computed as exact sums plus the
+path's noise (before: as a sum of noisy tree nodes); the kernels replaced BLAS ``dsyr`` and numpy's batched
+Cholesky.
 """
 
 from __future__ import annotations

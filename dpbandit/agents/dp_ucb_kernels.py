@@ -26,6 +26,8 @@ import numpy as np
 from numba import njit, types
 from numba.extending import get_cython_function_address
 
+from dpbandit.agents.baselines import best_and_ties
+
 __all__ = ["load_item", "publish", "publish_stack", "scores", "scores_stack"]
 
 _SQRT2 = math.sqrt(2.0)
@@ -170,7 +172,7 @@ def scores(chol, response, X, beta, out):
             W[1] = response[a]
             _solve(chol[a], W)
             out[a] = _index(W[0], W[1], beta)
-    return _best(out)
+    return best_and_ties(out)
 
 
 @njit(cache=True)
@@ -181,23 +183,6 @@ def _index(w, r, beta):
         mean += w[i] * r[i]
         square += w[i] * w[i]
     return mean + beta * math.sqrt(square)
-
-
-@njit(cache=True)
-def _best(values):
-    """``(argmax, number of entries equal to the max)`` of a 1-D array, as ``values.argmax()`` and
-    ``count_nonzero(values == max)`` compute them: (first NaN, 0) when there is a NaN."""
-    best = 0
-    for a in range(values.shape[0]):
-        if math.isnan(values[a]):
-            return a, 0
-        if values[a] > values[best]:
-            best = a
-    ties = 0
-    for a in range(values.shape[0]):
-        if values[a] == values[best]:
-            ties += 1
-    return best, ties
 
 
 @njit(cache=True)

@@ -49,6 +49,7 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
+from numba import njit
 
 from dpbandit.optim.losses import Loss, make_loss
 from dpbandit.optim.pofw_calibration import FORMS, POFWCalibration, glm_lipschitz
@@ -57,7 +58,7 @@ from dpbandit.optim.protocol import StreamingLearner
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.validation import check_generator, check_int, check_real
 
-__all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW"]
+__all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW", "first_accepted"]
 
 #: Rows whose log-weights span at most this use rejection sampling (acceptance >= 1/8); a speed choice only.
 _REJECTION_SPAN = math.log(8.0)
@@ -66,7 +67,47 @@ _REJECTION_BATCH = 32
 _FEATURE_RTOL = 1e-9
 #: The reductions behind ``ndarray.min`` / ``max``, called without their Python wrappers (same results).
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
-_ANY, _ALL = np.logical_or.reduce, np.logical_and.reduce
+
+
+@njit(cache=True)
+def add_gradient(scores, c, x):
+    """Add the gradient ``g = c x`` ((d,)) to a learner's score row ``[-S, S]`` ((2d,)): ``S += c x`` and the
+    mirrored half; returns the envelope ``max(-min S, max S) = max_j |S_j|``. Compiled (numba): one pass, the
+    same operations per entry as ``S += c * x`` and ``np.negative``."""
+    d = x.shape[0]
+    low, high = math.inf, -math.inf
+    for j in range(d):
+        value = scores[d + j] + c * x[j]
+        scores[d + j] = value
+        scores[j] = -value
+        if value < low or value != value:  # NaN propagates, as in numpy's min and max
+            low = value
+        if value > high or value != value:
+            high = value
+    return high if high > -low else -low  # Python's max(-low, high)
+
+
+@njit(cache=True)
+def first_accepted(scores, rows, k, u, a, envelope, out):
+    """One round of rejection sampling from the uniform proposal for the learners ``rows`` (R,) (ascending): row
+    ``r`` accepts its first proposal ``k[r, b]`` (vertex index in [0, 2d)) with ``u[r, b] < exp(a scores[i, k[r, b]]
+    - envelope[i])``, i = rows[r], which is written to ``out[i]``; returns the rows that accepted none (the
+    uniforms ``u`` (R, B) and proposals are drawn by the caller from the privacy stream, all of them, so the draws
+    do not depend on where a row accepts). ``scores`` (n, 2d) are the log-weights over ``a``, ``envelope`` (n,)
+    their exact maxima times a: each acceptance probability is at most 1. Compiled (numba): the exponentials are
+    evaluated only up to the first acceptance."""
+    pending = np.empty(rows.shape[0], dtype=rows.dtype)
+    missed = 0
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        for b in range(k.shape[1]):
+            if u[r, b] < math.exp(scores[i, k[r, b]] * a - envelope[i]):
+                out[i] = k[r, b]
+                break
+        else:
+            pending[missed] = i
+            missed += 1
+    return pending[:missed]
 
 
 class DPPOFWBatch:
@@ -125,7 +166,6 @@ class DPPOFWBatch:
         self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
-        self._offsets = 2 * d * self._rows[:, None]  # row starts in the flat scores
         self._coordinate = np.concatenate((np.arange(d), np.arange(d)))  # vertex k -> its coordinate j (no view)
         r = self.calibration.radius
         self._vertex_value = np.repeat([r, -r], d)  # vertex k -> the value of its coordinate
@@ -204,11 +244,7 @@ class DPPOFWBatch:
             dphi = self.loss.dphi
             now = min(max(float(dphi(vx / t, y)), -limit), limit)
             prev = min(max(float(dphi(z_prev, y)), -limit), limit)
-            scores, d = self._scores, self.dim
-            row = scores[index, d:]  # S[index]
-            row += ((t + 1.0) * now - t * prev) * x
-            np.negative(row, out=scores[index, :d])
-            self._s_inf[index] = max(-_MIN(row), _MAX(row))
+            self._s_inf[index] = add_gradient(self._scores[index], ((t + 1.0) * now - t * prev), x)
         self._select_and_move(t)
 
     def _check_features(self, X: np.ndarray, x_inf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -285,35 +321,19 @@ class DPPOFWBatch:
         d2 = 2 * self.dim
         if d2 <= 2 * _REJECTION_BATCH:  # few vertices: the inverse CDF is cheaper than proposals
             return self._inverse_cdf(np.exp(self._log_weights(self._rows, a) - envelope[:, None]))
-        out = None
         if 2.0 * _MAX(envelope) <= _REJECTION_SPAN:  # every row near uniform (NaN: the general branch)
             rows = self._rows
+            out = np.empty(self.n_learners, dtype=np.int64)
         else:
             near_uniform = 2.0 * envelope <= _REJECTION_SPAN
             out = np.empty(self.n_learners, dtype=np.int64)
             rows = np.flatnonzero(~near_uniform)
             out[rows] = self._inverse_cdf(np.exp(self._log_weights(rows, a) - envelope[rows, None]))
             rows = np.flatnonzero(near_uniform)
-            if not rows.size:
-                return out
-        while True:  # rejection from the uniform proposal; rows: the learners still to draw
+        while rows.size:  # rejection from the uniform proposal; rows: the learners still to draw
             k = self.rng.integers(0, d2, size=(rows.size, _REJECTION_BATCH))
-            every = out is None
-            # flat take: cheaper than a 2-D fancy index; then a * score - envelope and exp, in place
-            w = self._scores.take(k + (self._offsets if every else d2 * rows[:, None]))
-            w *= a
-            w -= envelope[:, None] if every else envelope[rows, None]
-            accept = self.rng.random(k.shape) < np.exp(w, out=w)
-            hit = _ANY(accept, axis=1)
-            first = accept.argmax(axis=1)
-            if every and _ALL(hit):
-                return k[rows, first]
-            if every:
-                out = np.empty(self.n_learners, dtype=np.int64)
-            out[rows[hit]] = k[hit, first[hit]]
-            rows = rows[~hit]
-            if not rows.size:
-                return out
+            rows = first_accepted(self._scores, rows, k, self.rng.random(k.shape), a, envelope, out)
+        return out
 
     # ------------------------------------------------------------------ privacy
     @property

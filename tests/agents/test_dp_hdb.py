@@ -126,7 +126,7 @@ def test_action_rule_is_a_static_function_of_release_observation_rng():
     assert list(inspect.signature(DPHDB.action_rule).parameters) == ["release", "observation", "rng"]
     names = inspect.getclosurevars(DPHDB.action_rule)
     assert not names.nonlocals  # no captured state
-    assert set(names.globals) <= {"np", "expit", "argmax_random_tie"}, names.globals  # no curator, agent, history
+    assert set(names.globals) <= {"np", "greedy_index", "argmax_random_tie"}, names.globals  # no curator, agent, history
     assert issubclass(DPHDB, PrivateAgent)
     with pytest.raises(TypeError, match="must be a @staticmethod"):
         type("Leaky", (DPHDB,), {"action_rule": lambda self, release, observation, rng: 0})
@@ -370,3 +370,27 @@ def test_curator_is_built_from_the_privacy_stream():
     agent.reset(7)
     first = agent.curator.learners.rng.random()
     assert first == stream(7, "privacy").random()
+
+
+@pytest.mark.parametrize("logistic", [False, True])
+def test_greedy_index_is_the_h_over_2_preselection_then_greedy(logistic):
+    """The compiled action rule against its formula: candidates within h/2 of the best forced-sample mean, then the
+    largest all-sample score among them (-inf elsewhere); NaN scores are refused by the caller (ties = 0)."""
+    from scipy.special import expit
+
+    from dpbandit.agents.dp_hdb import greedy_index
+
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        K, d = int(rng.integers(2, 8)), int(rng.integers(1, 40))
+        X, forced, theta = rng.normal(size=(K, d)), rng.normal(size=(K, d)), rng.normal(size=(K, d))
+        h = float(rng.uniform(0.0, 3.0))
+        out = np.empty(K)
+        best, ties = greedy_index(X, forced, theta, h, logistic, out)
+        mean = np.einsum("kd,kd->k", X, forced)
+        mean = expit(mean) if logistic else mean
+        expected = np.where(mean >= mean.max() - h / 2, np.einsum("kd,kd->k", X, theta), -np.inf)
+        np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+        assert best == int(np.argmax(out)) and ties == 1
+    X[0, 0] = np.nan
+    assert greedy_index(X, forced, theta, 1.0, logistic, out)[1] != 1

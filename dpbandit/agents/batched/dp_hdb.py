@@ -42,10 +42,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.special import expit
+from numba import njit
 
 from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
-from dpbandit.agents.dp_hdb import DPHDB
+from dpbandit.agents.dp_hdb import DPHDB, greedy_index
 from dpbandit.optim import pofw
 
 __all__ = ["BatchedDPHDB"]
@@ -115,14 +115,12 @@ class BatchedDPHDB:
     def act(self, obs: np.ndarray) -> np.ndarray:
         if self.theta_forced is None:  # warm-up: round robin
             return np.full(self.S, self.t % self.K, dtype=np.intp)
-        rows = obs[:, :, None, :]  # (S, K, 1, d)
-        forced = np.matmul(rows, self.theta_forced[..., None])[..., 0, 0]
-        if self.logistic:
-            forced = expit(forced)
-        candidates = forced >= forced.max(axis=1, keepdims=True) - self.h / 2.0
         theta = self.V / (self.t + 1.0)  # every seed's release
-        scores = np.matmul(rows, theta[..., None])[..., 0, 0]
-        return argmax_random_tie_rows(np.where(candidates, scores, -np.inf), self.rngs)
+        X = np.asarray(obs, dtype=float)
+        if X.shape != theta.shape:  # the single path's error
+            return np.array([DPHDB.action_rule(a.curator.release(), x, a.rng) for a, x in zip(self.agents, X)])
+        scores = _greedy_indices(X, self.theta_forced, theta, self.h, self.logistic, np.empty((self.S, self.K)))
+        return argmax_random_tie_rows(scores, self.rngs)
 
     # ------------------------------------------------------------------ curator
     def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
@@ -146,7 +144,7 @@ class BatchedDPHDB:
 
     def _gradient_step(self, X, x_inf, arms, y, t) -> None:
         """:meth:`DPPOFWBatch.update_one`'s O(d) step of every seed's played learner (elementwise, same bits)."""
-        rows, d = self.rows, self.d
+        rows = self.rows
         vx = np.matmul(self.V[rows, arms][:, None, :], X[:, :, None])[:, 0, 0]
         if t > 1:
             z_prev = (vx - self.last_value[rows, arms] * X[rows, self.last_j[rows, arms]]) / (t - 1)
@@ -154,11 +152,7 @@ class BatchedDPHDB:
             z_prev = np.zeros_like(vx)
         limit = self.lipschitz / x_inf
         now, prev = self._clamp(self.loss.dphi(vx / t, y), limit), self._clamp(self.loss.dphi(z_prev, y), limit)
-        new = self.scores[rows, arms, d:] + ((t + 1.0) * now - t * prev)[:, None] * X
-        self.scores[rows, arms, d:] = new
-        self.scores[rows, arms, :d] = -new
-        low, high = -new.min(axis=1), new.max(axis=1)
-        self.s_inf[rows, arms] = np.where(high > low, high, low)  # max(-row.min(), row.max())
+        _add_gradients(self.scores, arms, (t + 1.0) * now - t * prev, X, self.s_inf)
 
     @staticmethod
     def _clamp(v: np.ndarray, limit: np.ndarray) -> np.ndarray:
@@ -257,12 +251,25 @@ class BatchedDPHDB:
                 rng.random(out=u[lo: lo + n])
                 lo += n
         k = (np.concatenate(proposals) if len(proposals) > 1 else proposals[0]).reshape(ss.size, batch)
-        logw = a * np.take(self.scores, k + d2 * (ss * self.K + kk)[:, None])  # flat gather, as the single path
-        accept = u < np.exp(logw - envelope[ss, kk, None])
-        hit = accept.any(axis=1)
-        first = accept.argmax(axis=1)
-        out[ss[hit], kk[hit]] = k[hit, first[hit]]
-        miss = ~hit
-        return ss[miss], kk[miss]
+        flat = out.reshape(-1)  # the rows (seed, arm) of the stack as learners s K + k: the single path's kernel
+        pending = pofw.first_accepted(self.scores.reshape(-1, d2), ss * self.K + kk, k, u,
+                                      a, envelope.reshape(-1), flat)
+        return np.divmod(pending, self.K)
+
+@njit(cache=True)
+def _greedy_indices(X, theta_forced, theta, h, logistic, out):
+    """:func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed: X, theta_forced, theta (S, K, d), out (S, K)."""
+    for s in range(X.shape[0]):
+        greedy_index(X[s], theta_forced[s], theta[s], h, logistic, out[s])
+    return out
+
+
+@njit(cache=True)
+def _add_gradients(scores, arms, coef, X, s_inf):
+    """:func:`~dpbandit.optim.pofw.add_gradient` of every seed's played learner: scores (S, K, 2d), arms (S,),
+    coefficients (S,), contexts X (S, d), envelopes s_inf (S, K)."""
+    for s in range(X.shape[0]):
+        s_inf[s, arms[s]] = pofw.add_gradient(scores[s, arms[s]], coef[s], X[s])
+
 
 BATCHED_FORMS[DPHDB] = BatchedDPHDB.build
