@@ -34,7 +34,10 @@ zero-temperature limit of the exponential mechanism) and the report says guarant
 draws: rows whose log-weights span at most ``ln 8`` use rejection sampling from the uniform proposal with the exact
 envelope ``exp(max log-weight)`` (acceptance >= 1/8, O(1) work per learner), the others use the inverse CDF of
 the 2d weights (always when 2d <= 64, where that is cheaper). Both give exactly ``P(v) ~ exp(-<v, d_t>/beta_t)``;
-only the running time differs.
+only the running time differs. The proposals and uniforms of a rejection round are drawn in full from the privacy
+stream (numpy); the acceptance test is a compiled kernel (:func:`first_accepted`, numba) that evaluates the
+exponentials only up to each row's first acceptance, and the O(d) score-row update is another
+(:func:`add_gradient`).
 
 Two classes: :class:`DPPOFWBatch` advances n independent learners in lockstep (one sample each per step; all state
 is (n, d) arrays; O(d) work per real sample, O(1) per zero sample, plus the selection: O(1) per learner in the
@@ -58,7 +61,7 @@ from dpbandit.optim.protocol import StreamingLearner
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.validation import check_generator, check_int, check_real
 
-__all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW", "first_accepted"]
+__all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW", "first_accepted", "move_to_vertices"]
 
 #: Rows whose log-weights span at most this use rejection sampling (acceptance >= 1/8); a speed choice only.
 _REJECTION_SPAN = math.log(8.0)
@@ -85,6 +88,19 @@ def add_gradient(scores, c, x):
         if value > high or value != value:
             high = value
     return high if high > -low else -low  # Python's max(-low, high)
+
+
+@njit(cache=True)
+def move_to_vertices(V, k, r, last_j, last_value):
+    """Add each learner's selected vertex to its vertex sums V (n, d): vertex ``k[i]`` in [0, 2d) is ``+r e_k`` for
+    k < d and ``-r e_{k-d}`` otherwise; its coordinate and value are recorded in ``last_j`` and ``last_value`` (n,)
+    (the previous iterate's gradient needs them). Compiled (numba)."""
+    d = V.shape[1]
+    for i in range(k.shape[0]):
+        j, value = (k[i], r) if k[i] < d else (k[i] - d, -r)
+        V[i, j] += value
+        last_j[i] = j
+        last_value[i] = value
 
 
 @njit(cache=True)
@@ -166,9 +182,6 @@ class DPPOFWBatch:
         self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
-        self._coordinate = np.concatenate((np.arange(d), np.arange(d)))  # vertex k -> its coordinate j (no view)
-        r = self.calibration.radius
-        self._vertex_value = np.repeat([r, -r], d)  # vertex k -> the value of its coordinate
 
     @property
     def S(self) -> np.ndarray:
@@ -290,10 +303,7 @@ class DPPOFWBatch:
             k = self._select_laplace(cal.radius / ((t + 1.0) * cal.scale(t)))
         else:
             k = self._select_exponential(cal.radius / ((t + 1.0) * cal.scale(t)))
-        j = self._coordinate.take(k)  # k % d
-        value = self._vertex_value.take(k)  # +r for k < d, -r for k >= d
-        self.V[self._rows, j] += value
-        self._last_j, self._last_value = j, value
+        move_to_vertices(self.V, k, cal.radius, self._last_j, self._last_value)
 
     def _log_weights(self, rows: np.ndarray, a: float) -> np.ndarray:
         """``score/scale`` of all 2d vertices for ``rows``: ``a [-S, S]`` with ``a = r/((t+1) scale_t)``."""

@@ -6,9 +6,8 @@ rows ``[-S, S]`` (S, K, 2d), the vertex sums ``V`` (S, K, d), the envelopes ``ma
 vertices (S, K)), so the agent objects stay the live state and any seed can take the single path at any round.
 Per round, batched:
 
-* **Act** (:meth:`DPHDB.action_rule` of every seed): the warm-up's round robin; afterwards the two (K, d) products
-  ``x_i^T thetaF_i`` and ``x_i^T theta_i`` of every seed as one stacked ``matmul`` of (S, K, 1, d) by (S, K, d, 1):
-  numpy runs the single path's (1, d) x (d, 1) kernel per item, on items with the single path's strides, so every
+* **Act** (:meth:`DPHDB.action_rule` of every seed): the warm-up's round robin; afterwards the single path's
+  compiled :func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed in one kernel call over the stack, so every
   score is bit for bit the single one (``tests/agents/test_batched.py``); ``theta = V/(t+1)`` is the release's
   elementwise division. Ties: :func:`~dpbandit.agents.batched.argmax_random_tie_rows` (each seed's exploration
   stream, consumed only on a tie).
@@ -22,19 +21,22 @@ Per round, batched:
   path, which raises its error or does its clip.
 * **Selections**: every random number comes from seed s's privacy stream in the single-seed order (per-seed
   calls: ``random`` for the inverse CDF and the noise-off LMO, ``laplace`` for report-noisy-max, ``integers`` then
-  ``random`` per rejection round); the array work on them (weights, ``exp``, cumulative sums along the 2d vertices,
-  comparisons, the flat gather of proposals) runs once over all seeds' rows with the single path's elementwise
-  operations and same-axis reductions, hence the same bits.
+  ``random`` per rejection round); the array work on them runs once over all seeds' rows: the inverse CDF's weights,
+  ``exp`` and cumulative sums with the single path's elementwise operations and same-axis reductions, and the
+  rejection round by the single path's compiled :func:`~dpbandit.optim.pofw.first_accepted` over the rows
+  ``s K + k`` of the stack, hence the same bits.
 
 The curator / action-rule split of :class:`~dpbandit.agents.private.PrivateAgent` holds: the stacked state belongs
 to the curators, and ``act`` reads only what a release holds (``V/(t+1)`` and the frozen forced-sample estimators)
 and the users' own rows. Each seed's ``agent._release`` is materialised at the horizon (and by every single-path
 round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
 
-Measured (``benchmarks/batch_benchmark.py``, 16 seeds against one, interleaved in one run, load ~2.5 on 2 cores):
-3.7x the seed-rounds/s on ``dpbandit/HanFigure51-K2-v0`` (d = 50, K = 2, T = 2 10^4) and 2.0x on the GLM bandit
-with K = 10, d = 1000 (T = 10^4): the per-seed draws (about 8 us per seed and round, mostly ``integers``) are what
-stays sequential, and lockstep pays at both sizes, so the form never declines.
+Measured (``benchmarks/batch_benchmark.py``, 16 seeds against one, interleaved in one run, load ~1 on 2 cores,
+after the single path's kernels): 2.17x the seed-rounds/s on ``dpbandit/HanFigure51-K2-v0`` (d = 50, K = 2,
+T = 2 10^4) and 1.59x on the GLM bandit with K = 10, d = 1000 (T = 10^4). Before the kernels, which made the single
+seed 1.3x faster, these were 3.7x and 2.0x. What stays per seed is the environment's contexts (about 23 us per seed
+and round at d = 1000) and the selection's draws (about 8 us, mostly ``integers``), so lockstep pays at both sizes
+and the form never declines.
 """
 
 from __future__ import annotations
@@ -77,9 +79,7 @@ class BatchedDPHDB:
             self._bind_last(s)
         self.rows = np.arange(S)
         self.seed_index = np.repeat(self.rows, K).reshape(S, K)
-        self.arm_index = np.tile(np.arange(K), (S, 1))
         self.cal = e0.calibration
-        self.coordinate, self.vertex_value = e0._coordinate, e0._vertex_value
         self.loss, self.lipschitz, self.feature_bound = e0.loss, self.cal.lipschitz, e0.feature_bound
         c = a0.constants
         self.linf = c.context_norm == "linf"
@@ -191,11 +191,8 @@ class BatchedDPHDB:
         else:
             a = cal.radius / ((t + 1.0) * cal.scale(t))
             k = self._select_laplace(a) if cal.form == "laplace" else self._select_exponential(a)
-        j = self.coordinate.take(k)  # the engine's tables: k % d and +-r
-        value = self.vertex_value.take(k)
-        self.V[self.seed_index, self.arm_index, j] += value
-        self.last_j[...] = j
-        self.last_value[...] = value
+        pofw.move_to_vertices(self.V.reshape(-1, self.d), k.reshape(-1), cal.radius, self.last_j.reshape(-1),
+                              self.last_value.reshape(-1))  # the single path's kernel, on the rows s K + k
 
     def _inverse_cdf(self, weights: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """:meth:`DPPOFWBatch._inverse_cdf` of rows of several seeds: ``weights`` (R, 2d), ``seeds`` (R,) sorted;
