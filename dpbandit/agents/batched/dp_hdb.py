@@ -32,11 +32,11 @@ and the users' own rows. Each seed's ``agent._release`` is materialised at the h
 round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
 
 Measured (``benchmarks/batch_benchmark.py``, 16 seeds against one, interleaved in one run, load ~1 on 2 cores,
-after the single path's kernels): 2.17x the seed-rounds/s on ``dpbandit/HanFigure51-K2-v0`` (d = 50, K = 2,
-T = 2 10^4) and 1.59x on the GLM bandit with K = 10, d = 1000 (T = 10^4). Before the kernels, which made the single
-seed 1.3x faster, these were 3.7x and 2.0x. What stays per seed is the environment's contexts (about 23 us per seed
-and round at d = 1000) and the selection's draws (about 8 us, mostly ``integers``), so lockstep pays at both sizes
-and the form never declines.
+after the single path's kernels): 1.95-2.17x the seed-rounds/s on ``dpbandit/HanFigure51-K2-v0`` (d = 50, K = 2,
+T = 2 10^4) and 1.3-1.6x on the GLM bandit with K = 10, d = 1000 (T = 10^4). Before the kernels, which made the
+single seed 1.3-1.4x faster, these were 3.7x and 2.0x. What stays per seed is the environment's contexts (about
+23 us per seed and round at d = 1000) and the selection's draws (about 8 us, mostly ``integers``), so lockstep pays
+at both sizes and the form never declines.
 """
 
 from __future__ import annotations
