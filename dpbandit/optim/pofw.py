@@ -35,9 +35,9 @@ draws: rows whose log-weights span at most ``ln 8`` use rejection sampling from 
 envelope ``exp(max log-weight)`` (acceptance >= 1/8, O(1) work per learner), the others use the inverse CDF of
 the 2d weights (always when 2d <= 64, where that is cheaper). Both give exactly ``P(v) ~ exp(-<v, d_t>/beta_t)``;
 only the running time differs. The proposals and uniforms of a rejection round are drawn in full from the privacy
-stream (numpy); the acceptance test is a compiled kernel (:func:`first_accepted`, numba) that evaluates the
-exponentials only up to each row's first acceptance, and the O(d) score-row update is another
-(:func:`add_gradient`).
+stream (numpy); the acceptance test is a compiled kernel (:func:`~dpbandit.optim.pofw_kernels.first_accepted`,
+numba) that evaluates the exponentials only up to each row's first acceptance; the O(d) score-row update and the
+vertex moves are others (:mod:`dpbandit.optim.pofw_kernels`).
 
 Two classes: :class:`DPPOFWBatch` advances n independent learners in lockstep (one sample each per step; all state
 is (n, d) arrays; O(d) work per real sample, O(1) per zero sample, plus the selection: O(1) per learner in the
@@ -52,16 +52,16 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from numba import njit
 
 from dpbandit.optim.losses import Loss, make_loss
+from dpbandit.optim.pofw_kernels import add_gradient, first_accepted, move_to_vertices
 from dpbandit.optim.pofw_calibration import FORMS, POFWCalibration, glm_lipschitz
 from dpbandit.optim.projections import L1Ball
 from dpbandit.optim.protocol import StreamingLearner
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.validation import check_generator, check_int, check_real
 
-__all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW", "first_accepted", "move_to_vertices"]
+__all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW"]
 
 #: Rows whose log-weights span at most this use rejection sampling (acceptance >= 1/8); a speed choice only.
 _REJECTION_SPAN = math.log(8.0)
@@ -70,60 +70,6 @@ _REJECTION_BATCH = 32
 _FEATURE_RTOL = 1e-9
 #: The reductions behind ``ndarray.min`` / ``max``, called without their Python wrappers (same results).
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce
-
-
-@njit(cache=True)
-def add_gradient(scores, c, x):
-    """Add the gradient ``g = c x`` ((d,)) to a learner's score row ``[-S, S]`` ((2d,)): ``S += c x`` and the
-    mirrored half; returns the envelope ``max(-min S, max S) = max_j |S_j|``. Compiled (numba): one pass, the
-    same operations per entry as ``S += c * x`` and ``np.negative``."""
-    d = x.shape[0]
-    low, high = math.inf, -math.inf
-    for j in range(d):
-        value = scores[d + j] + c * x[j]
-        scores[d + j] = value
-        scores[j] = -value
-        if value < low or value != value:  # NaN propagates, as in numpy's min and max
-            low = value
-        if value > high or value != value:
-            high = value
-    return high if high > -low else -low  # Python's max(-low, high)
-
-
-@njit(cache=True)
-def move_to_vertices(V, k, r, last_j, last_value):
-    """Add each learner's selected vertex to its vertex sums V (n, d): vertex ``k[i]`` in [0, 2d) is ``+r e_k`` for
-    k < d and ``-r e_{k-d}`` otherwise; its coordinate and value are recorded in ``last_j`` and ``last_value`` (n,)
-    (the previous iterate's gradient needs them). Compiled (numba)."""
-    d = V.shape[1]
-    for i in range(k.shape[0]):
-        j, value = (k[i], r) if k[i] < d else (k[i] - d, -r)
-        V[i, j] += value
-        last_j[i] = j
-        last_value[i] = value
-
-
-@njit(cache=True)
-def first_accepted(scores, rows, k, u, a, envelope, out):
-    """One round of rejection sampling from the uniform proposal for the learners ``rows`` (R,) (ascending): row
-    ``r`` accepts its first proposal ``k[r, b]`` (vertex index in [0, 2d)) with ``u[r, b] < exp(a scores[i, k[r, b]]
-    - envelope[i])``, i = rows[r], which is written to ``out[i]``; returns the rows that accepted none (the
-    uniforms ``u`` (R, B) and proposals are drawn by the caller from the privacy stream, all of them, so the draws
-    do not depend on where a row accepts). ``scores`` (n, 2d) are the log-weights over ``a``, ``envelope`` (n,)
-    their exact maxima times a: each acceptance probability is at most 1. Compiled (numba): the exponentials are
-    evaluated only up to the first acceptance."""
-    pending = np.empty(rows.shape[0], dtype=rows.dtype)
-    missed = 0
-    for r in range(rows.shape[0]):
-        i = rows[r]
-        for b in range(k.shape[1]):
-            if u[r, b] < math.exp(scores[i, k[r, b]] * a - envelope[i]):
-                out[i] = k[r, b]
-                break
-        else:
-            pending[missed] = i
-            missed += 1
-    return pending[:missed]
 
 
 class DPPOFWBatch:

@@ -23,7 +23,7 @@ Per round, batched:
   calls: ``random`` for the inverse CDF and the noise-off LMO, ``laplace`` for report-noisy-max, ``integers`` then
   ``random`` per rejection round); the array work on them runs once over all seeds' rows: the inverse CDF's weights,
   ``exp`` and cumulative sums with the single path's elementwise operations and same-axis reductions, and the
-  rejection round by the single path's compiled :func:`~dpbandit.optim.pofw.first_accepted` over the rows
+  rejection round by the single path's compiled :func:`~dpbandit.optim.pofw_kernels.first_accepted` over the rows
   ``s K + k`` of the stack, hence the same bits.
 
 The curator / action-rule split of :class:`~dpbandit.agents.private.PrivateAgent` holds: the stacked state belongs
@@ -48,7 +48,7 @@ from numba import njit
 
 from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
 from dpbandit.agents.dp_hdb import DPHDB, greedy_index
-from dpbandit.optim import pofw
+from dpbandit.optim import pofw, pofw_kernels
 
 __all__ = ["BatchedDPHDB"]
 
@@ -191,7 +191,7 @@ class BatchedDPHDB:
         else:
             a = cal.radius / ((t + 1.0) * cal.scale(t))
             k = self._select_laplace(a) if cal.form == "laplace" else self._select_exponential(a)
-        pofw.move_to_vertices(self.V.reshape(-1, self.d), k.reshape(-1), cal.radius, self.last_j.reshape(-1),
+        pofw_kernels.move_to_vertices(self.V.reshape(-1, self.d), k.reshape(-1), cal.radius, self.last_j.reshape(-1),
                               self.last_value.reshape(-1))  # the single path's kernel, on the rows s K + k
 
     def _inverse_cdf(self, weights: np.ndarray, seeds: np.ndarray) -> np.ndarray:
@@ -249,7 +249,7 @@ class BatchedDPHDB:
                 lo += n
         k = (np.concatenate(proposals) if len(proposals) > 1 else proposals[0]).reshape(ss.size, batch)
         flat = out.reshape(-1)  # the rows (seed, arm) of the stack as learners s K + k: the single path's kernel
-        pending = pofw.first_accepted(self.scores.reshape(-1, d2), ss * self.K + kk, k, u,
+        pending = pofw_kernels.first_accepted(self.scores.reshape(-1, d2), ss * self.K + kk, k, u,
                                       a, envelope.reshape(-1), flat)
         return np.divmod(pending, self.K)
 
@@ -263,10 +263,10 @@ def _greedy_indices(X, theta_forced, theta, h, logistic, out):
 
 @njit(cache=True)
 def _add_gradients(scores, arms, coef, X, s_inf):
-    """:func:`~dpbandit.optim.pofw.add_gradient` of every seed's played learner: scores (S, K, 2d), arms (S,),
+    """:func:`~dpbandit.optim.pofw_kernels.add_gradient` of every seed's played learner: scores (S, K, 2d), arms (S,),
     coefficients (S,), contexts X (S, d), envelopes s_inf (S, K)."""
     for s in range(X.shape[0]):
-        s_inf[s, arms[s]] = pofw.add_gradient(scores[s, arms[s]], coef[s], X[s])
+        s_inf[s, arms[s]] = pofw_kernels.add_gradient(scores[s, arms[s]], coef[s], X[s])
 
 
 BATCHED_FORMS[DPHDB] = BatchedDPHDB.build
