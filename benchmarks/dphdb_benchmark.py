@@ -24,8 +24,8 @@ only the in-run ratios below are comparable across runs.
 Measured (load 2.5-3 on 2 cores, default options, three alternating runs each): the ratio simulate / (env loop +
 inherent) went from 1.79-1.90 (commit 3dc8bb6) to 1.46-1.52 after the single-pass context norm, the all-near-uniform
 rejection fast path and the vertex tables of DP-POFW (same draws, identical frames); 5.1-7.1k rounds/s against 5.1-5.7k.
-With the compiled kernels (issue 15; load ~1, six runs): 1.06-1.26, 12.6-13.3k rounds/s (1.42 and 10.7k just
-before, same machine and load).
+With the compiled kernels (issue 15; load ~1, six runs): 1.03-1.26 (median 1.08), 12.6-16.4k rounds/s (1.42 and
+10.7k just before, same machine and load).
 
     python benchmarks/dphdb_benchmark.py [--repeats 3] [--rounds 20000] [--memory-rounds 20000] [--full]
 """
