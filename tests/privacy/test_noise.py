@@ -379,3 +379,12 @@ def test_local_laplace_validation():
         local_laplace(rng(), [np.nan, 0.0], 1.0)
     with pytest.raises(TypeError, match="rng"):
         local_laplace(0, [0.5], 1.0)
+
+
+def test_gaussian_draw_is_sample_bit_for_bit():
+    """The trees' per-node ``draw`` (one ``rng.normal`` call) gives exactly ``sample``'s ``sigma * standard_normal``
+    values from the same stream."""
+    noise = GaussianNoise(23.84)
+    a = noise.draw(np.random.default_rng(5), (10_000,))
+    b = noise.sample(np.random.default_rng(5), (10_000,))
+    assert np.array_equal(a.view(np.int64), b.view(np.int64))
