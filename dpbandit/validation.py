@@ -179,15 +179,22 @@ def check_memory(what: str, nbytes: float, hint: str = "") -> None:
         )
 
 
-def check_action(action: Any, n_arms: int) -> int:
-    """Return a bandit action as an ``int`` in ``[0, n_arms)``; ``ValueError`` naming the range otherwise (booleans
-    and non-integers included)."""
+def check_index(name: str, value: Any, size: int, *, non_integer: type[Exception] = TypeError) -> int:
+    """Return ``value`` as an ``int`` index in ``[0, size - 1]`` (numpy integers accepted, booleans not);
+    ``ValueError`` naming the range when it is outside, ``non_integer`` (``TypeError`` by default) when it is not an
+    integer."""
     try:
-        if isinstance(action, (bool, np.bool_)):
+        if isinstance(value, (bool, np.bool_)):
             raise TypeError
-        a = operator.index(action)
+        index = operator.index(value)
     except TypeError:
-        raise ValueError(f"action must be an integer in [0, {n_arms}), got {action!r}") from None
-    if not 0 <= a < n_arms:
-        raise ValueError(f"action must be an integer in [0, {n_arms}), got {a}")
-    return a
+        raise non_integer(f"{name} must be an integer in [0, {size - 1}], got {value!r}") from None
+    if not 0 <= index < size:
+        raise ValueError(f"{name} must be an integer in [0, {size - 1}], got {index}")
+    return index
+
+
+def check_action(action: Any, n_arms: int) -> int:
+    """A bandit environment's action as an ``int`` in ``[0, n_arms - 1]``: :func:`check_index` with ``ValueError``
+    for every bad action, non-integers included (Gymnasium's convention for ``step``)."""
+    return check_index("action", action, n_arms, non_integer=ValueError)

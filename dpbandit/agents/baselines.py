@@ -6,7 +6,6 @@ is that reference, :class:`Oracle` the zero-regret sanity check.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable
 from typing import Any
 
@@ -18,7 +17,7 @@ from numba import njit
 from dpbandit.agents.base import Agent
 from dpbandit.agents.ridge import RidgeState
 from dpbandit.envs.constants import BanditConstants
-from dpbandit.validation import check_probability, check_real
+from dpbandit.validation import check_index, check_probability, check_real
 
 __all__ = ["argmax_random_tie", "best_and_ties", "check_arm", "UniformRandom", "Oracle", "Greedy", "EpsilonGreedy"]
 
@@ -58,14 +57,9 @@ def best_and_ties(values):
 
 
 def check_arm(arm: object, n_arms: int) -> int:
-    """``arm`` as an ``int`` after checking it is an integer in [0, n_arms - 1] (numpy integers accepted)."""
-    try:
-        index = operator.index(arm)
-    except TypeError:
-        raise TypeError(f"arm must be an integer in [0, {n_arms - 1}], got {arm!r}") from None
-    if not 0 <= index < n_arms:
-        raise ValueError(f"arm must be an integer in [0, {n_arms - 1}], got {arm!r}")
-    return index
+    """``arm`` as an ``int`` in [0, n_arms - 1] (numpy integers accepted): :func:`~dpbandit.validation.check_index`,
+    ``TypeError`` for a non-integer, ``ValueError`` out of range."""
+    return check_index("arm", arm, n_arms)
 
 
 class UniformRandom(Agent):

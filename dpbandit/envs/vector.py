@@ -107,7 +107,7 @@ class GLMBanditVectorEnv(VectorEnv):
             raise RuntimeError(f"step() called {state}: call reset() to start an episode")
         a = np.asarray(actions)
         if a.shape != (self.num_envs,) or a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= self.n_arms:
-            raise ValueError(f"actions must be {self.num_envs} integers in [0, {self.n_arms}), got {actions!r}")
+            raise ValueError(f"actions must be {self.num_envs} integers in [0, {self.n_arms - 1}], got {actions!r}")
         i, rows = self.i, self.rows
         means = self.means[:, i]
         rewards = self.rewards[rows, i, a]

@@ -288,7 +288,7 @@ def test_single_round_horizon():
 def test_invalid_actions_are_rejected(action):
     env = GLMBanditEnv(**SMALL)
     env.reset(seed=0)
-    with pytest.raises(ValueError, match=r"action must be an integer in \[0, 4\)"):
+    with pytest.raises(ValueError, match=r"action must be an integer in \[0, 3\]"):
         env.step(action)
 
 

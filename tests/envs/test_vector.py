@@ -46,7 +46,7 @@ def test_int_seed_follows_gymnasiums_convention_and_bad_actions_are_refused():
     obs, _ = vec.reset(seed=10)
     assert np.array_equal(obs[1], GLMBanditEnv(**KW).reset(seed=11)[0])
     for bad in ([0, 3], [0], [0.0, 1.0], [-1, 0]):
-        with pytest.raises(ValueError, match=r"actions must be 2 integers in \[0, 3\)"):
+        with pytest.raises(ValueError, match=r"actions must be 2 integers in \[0, 2\]"):
             vec.step(bad)
     with pytest.raises(ValueError, match="list of 2 seeds"):
         vec.reset(seed=[1, 2, 3])
