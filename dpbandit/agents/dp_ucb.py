@@ -81,7 +81,8 @@ from dpbandit.agents.dp_ucb_release import DPUCBRelease, factor, frozen, ucb_ind
 from dpbandit.agents.private import (CONTEXT_RTOL, Curator, PrivateAgent, RewardClip, check_context_bound,
                                      context_l2_bound, l2_bound_text, reward_clip_range)
 from dpbandit.envs.constants import BanditConstants
-from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma
+from dpbandit.privacy.ledger import PrivacyLedger
+from dpbandit.privacy.tree_calibration import calibrate_tree_sigma
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
 from dpbandit.privacy.packed import packed_layout
 from dpbandit.privacy.tree import TreeAccounting, TreeNoise, tree_depth

@@ -39,7 +39,8 @@ from dpbandit.optim.gradient_descent import ConstrainedLearner, check_privacy, r
 from dpbandit.optim.losses import Loss
 from dpbandit.optim.projections import Domain
 from dpbandit.privacy.calibrate import gamma_norm_scale
-from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma, calibrate_window_sigma
+from dpbandit.privacy.ledger import PrivacyLedger
+from dpbandit.privacy.tree_calibration import calibrate_tree_sigma, calibrate_window_sigma
 from dpbandit.privacy.noise import GammaNormNoise, GaussianNoise
 from dpbandit.privacy.report import PrivacyReport
 from dpbandit.privacy.tree import TreeAggregator, tree_depth

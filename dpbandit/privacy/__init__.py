@@ -22,7 +22,8 @@ from dpbandit.privacy.calibrate import (
     zcdp_epsilon,
     zcdp_rho_for,
 )
-from dpbandit.privacy.ledger import PrivacyLedger, calibrate_tree_sigma, calibrate_window_sigma, tree_epsilon
+from dpbandit.privacy.ledger import PrivacyLedger
+from dpbandit.privacy.tree_calibration import calibrate_tree_sigma, calibrate_window_sigma, tree_epsilon
 from dpbandit.privacy.noise import (
     GammaNormNoise,
     GaussianNoise,

@@ -13,13 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpbandit.privacy.ledger import (
-    PrivacyLedger,
-    UnsupportedEventError,
-    calibrate_tree_sigma,
-    calibrate_window_sigma,
-    tree_epsilon,
-)
+from dpbandit.privacy.ledger import PrivacyLedger, UnsupportedEventError
+from dpbandit.privacy.tree_calibration import calibrate_tree_sigma, calibrate_window_sigma, tree_epsilon
 from dpbandit.privacy.calibrate import zcdp_epsilon
 from dpbandit.privacy.noise import (
     GammaNormNoise,

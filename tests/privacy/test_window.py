@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dpbandit.privacy.ledger import PrivacyLedger, calibrate_window_sigma
+from dpbandit.privacy.ledger import PrivacyLedger
+from dpbandit.privacy.tree_calibration import calibrate_window_sigma
 from dpbandit.privacy.noise import GaussianNoise, LaplaceNoise, SymmetricGaussianNoise
 from dpbandit.privacy.window import WindowTree, window_block, window_cover
 from tests.privacy.counter_noise import CounterNoise
