@@ -112,6 +112,8 @@ def greedy_index(X, theta_forced, theta, h, logistic, out):
     (:func:`~dpbandit.agents.baselines.best_and_ties`). ``mu`` is the identity or the logistic function.
     Compiled (numba): one pass over each row."""
     K = X.shape[0]
+    if theta_forced.shape != X.shape or theta.shape != X.shape or out.shape[0] != K:
+        raise ValueError("greedy_index: X, theta_forced and theta must share one (K, d) shape, out must be (K,)")
     forced = np.empty(K)
     top = -math.inf
     for i in range(K):

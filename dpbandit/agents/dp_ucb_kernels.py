@@ -158,7 +158,10 @@ def scores(chol, response, X, beta, out):
     sharing it (``(first NaN, 0)`` if an index is NaN), so that the action rule breaks ties, or refuses NaN, as
     ``argmax_random_tie`` does."""
     K, d = X.shape
-    if chol.shape[0] == 1:
+    M = chol.shape[0]
+    if chol.shape[1:] != (d, d) or response.shape != (M, d) or (M != 1 and M != K) or out.shape[0] != K:
+        raise ValueError("scores: the factors must be (M, d, d), the responses (M, d) with M = 1 or K, out (K,)")
+    if M == 1:
         W = np.empty((K + 1, d))  # rows: x_1 ... x_K, u
         W[:K] = X
         W[K] = response[0]

@@ -170,6 +170,8 @@ def test_batched_dp_ucb_scores_are_the_single_rows_bit_for_bit(shape, models):
     expected = (np.einsum("skd,skde,ske->sk", obs, Vinv, u)
                 + 1.7 * np.sqrt(np.einsum("skd,skde,ske->sk", obs, Vinv, obs)))
     np.testing.assert_allclose(single, expected, rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="scores"):  # the kernel refuses shapes it would read out of bounds
+        scores_stack(chol[:, :, :-1], response, obs, 1.7, np.empty((S, K)))
 
 
 def test_batched_dp_ucb_refuses_bad_data_with_the_single_paths_errors():

@@ -394,3 +394,11 @@ def test_greedy_index_is_the_h_over_2_preselection_then_greedy(logistic):
         assert best == int(np.argmax(out)) and ties == 1
     X[0, 0] = np.nan
     assert greedy_index(X, forced, theta, 1.0, logistic, out)[1] != 1
+
+
+def test_greedy_index_refuses_mismatched_shapes():
+    from dpbandit.agents.dp_hdb import greedy_index
+
+    X = np.zeros((3, 4))
+    with pytest.raises(ValueError, match="share one"):
+        greedy_index(X, np.zeros((3, 5)), X, 1.0, False, np.empty(3))
