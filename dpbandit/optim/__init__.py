@@ -3,7 +3,8 @@ minimisation oracles, private online Frank-Wolfe and the private online-convex-o
 
 from dpbandit.optim.cocol import WDPCOCOL, l1_ball_lloo, simplex_lloo
 from dpbandit.optim.ftal import PFTAL, WDPCOCOP
-from dpbandit.optim.gradient_descent import GIGA, IGD, PGIGA, PIGD, POCP, RidgeLoss
+from dpbandit.optim.gradient_descent import GIGA, IGD, RidgeLoss
+from dpbandit.optim.pocp import PGIGA, PIGD, POCP
 from dpbandit.optim.projections import Domain, LpBall, make_domain, project_lp_ball
 from dpbandit.optim.quadratic_ftl import PQFTL
 from dpbandit.optim.frank_wolfe import DPTOFW, OnlineFrankWolfe, PublishedSettingWarning, calibrate_gg

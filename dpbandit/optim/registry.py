@@ -20,7 +20,8 @@ from typing import Any
 from dpbandit.optim.cocol import WDPCOCOL
 from dpbandit.optim.frank_wolfe import DPTOFW, OnlineFrankWolfe
 from dpbandit.optim.ftal import PFTAL, WDPCOCOP
-from dpbandit.optim.gradient_descent import GIGA, IGD, PGIGA, PIGD
+from dpbandit.optim.gradient_descent import GIGA, IGD
+from dpbandit.optim.pocp import PGIGA, PIGD
 from dpbandit.optim.parameter_free import LDPBlackBoxReduction, LDPCoordinateWise
 from dpbandit.optim.pofw import DPPOFW
 from dpbandit.optim.protocol import StreamingLearner

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from dpbandit.optim.gradient_descent import GIGA, IGD, PGIGA, PIGD, POCP, RidgeLoss, derivative_bound
+from dpbandit.optim.gradient_descent import GIGA, IGD, RidgeLoss, derivative_bound
+from dpbandit.optim.pocp import PGIGA, PIGD, POCP
 from dpbandit.optim.losses import Loss, LogisticLoss, SquaredLoss
 from dpbandit.optim.projections import make_domain
 from dpbandit.privacy.audit import audit

@@ -25,7 +25,7 @@ import pytest
 from dpbandit.agents.oco_adapter import _LearnersCurator
 from dpbandit.optim.cocol import WDPCOCOL
 from dpbandit.optim.ftal import PFTAL, WDPCOCOP
-from dpbandit.optim.gradient_descent import PGIGA, PIGD
+from dpbandit.optim.pocp import PGIGA, PIGD
 from dpbandit.optim.losses import LogisticLoss, SquaredLoss
 from dpbandit.optim.quadratic_ftl import PQFTL
 from dpbandit.optim.registry import LEARNERS
