@@ -257,7 +257,7 @@ class DPUCBCurator(Curator):
         arm = check_arm(arm, self.n_arms)
         reward = check_real("reward", reward)
         norm = kernels.load_item(obs, arm, cal.clip.clip(reward), cal.context_norm == "linf", self._v)
-        if norm > cal.context_bound * (1.0 + CONTEXT_RTOL):
+        if not norm <= cal.context_bound * (1.0 + CONTEXT_RTOL):  # (NaN fails)
             check_context_bound(obs[arm], cal.context_norm, cal.context_bound)  # raises, with the message
         if self._t >= cal.horizon:
             raise ValueError(f"DP-UCB is calibrated for horizon T = {cal.horizon} (the environment's); cannot serve "

@@ -66,14 +66,16 @@ def _solve(C, B):
 @njit(cache=True)
 def load_item(obs, arm, y, linf, v):
     """Write the item ``v = [x; y]`` ((d+1,)) of the played arm's features ``x = obs[arm]`` ((K, d)) and the
-    clipped reward y; returns ``||x||_inf`` (``linf``) or ``||x||_2``, for the context-bound check."""
+    clipped reward y; returns ``||x||_inf`` (``linf``) or ``||x||_2`` (NaN if x holds one), for the context-bound
+    check."""
     d = obs.shape[1]
     norm = 0.0
     for i in range(d):
         x = obs[arm, i]
         v[i] = x
         if linf:
-            norm = max(norm, abs(x))
+            if abs(x) > norm or x != x:  # NaN propagates
+                norm = abs(x)
         else:
             norm += x * x
     v[d] = y

@@ -113,13 +113,17 @@ CONTEXT_RTOL = 1e-9
 
 
 def check_context_bound(observation: np.ndarray, norm: str, bound: float, *, rtol: float = CONTEXT_RTOL) -> None:
-    """Raise ``ValueError`` if a row of ``observation`` exceeds the declared norm bound the calibration assumed."""
+    """Raise ``ValueError`` if a row of ``observation`` exceeds the declared norm bound the calibration assumed, or
+    holds a NaN (an infinite entry exceeds every bound)."""
     obs = np.asarray(observation, dtype=float)
     if obs.ndim == 1:  # one feature vector (the private agents' per-round check): no temporaries
         worst = float(np.abs(obs).max()) if norm == "linf" else math.sqrt(obs @ obs)
     else:
         norms = np.abs(obs).max(axis=-1) if norm == "linf" else np.sqrt((obs * obs).sum(axis=-1))
         worst = float(norms.max())
+    if math.isnan(worst):
+        raise ValueError("observation has a feature vector with a NaN entry: the privacy calibration assumes every "
+                         f"||x||_{norm[1:]} <= context_bound = {bound:g}")
     if worst > bound * (1.0 + rtol):
         raise ValueError(
             f"observation has a feature vector with ||x||_{norm[1:]} = {worst:.6g} > context_bound = {bound:g}: the "

@@ -194,6 +194,9 @@ def test_batched_dp_ucb_refuses_bad_data_with_the_single_paths_errors():
     bad[1, 2, 0] = 1.5
     with pytest.raises(ValueError, match="context_bound"):
         form.update(bad, np.array([0, 2, 2]), np.zeros(3))
+    bad[1, 2, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        form.update(bad, np.array([0, 2, 2]), np.zeros(3))
     with pytest.raises(ValueError, match="arm must be an integer"):
         form.update(obs, np.array([0, K, 1]), np.zeros(3))
     with pytest.raises(ValueError, match="reward"):

@@ -94,7 +94,8 @@ def test_single_path_rounds_and_clipped_rewards_keep_every_seed_identical(params
         assert a.privacy_report().to_dict() == b.privacy_report().to_dict()
 
 
-@pytest.mark.parametrize("change, match", [("context", "context_bound"), ("reward", "nan"), ("arm", "arm")])
+@pytest.mark.parametrize("change, match", [("context", "context_bound"), ("nan context", "NaN"), ("reward", "nan"),
+                                           ("arm", "arm")])
 def test_bad_users_raise_the_single_path_errors(change, match):
     env, agents = _agents({"epsilon": 1.0, "warmup": 1})
     policy = batched_form(agents)
@@ -103,6 +104,8 @@ def test_bad_users_raise_the_single_path_errors(change, match):
     rewards, arms = np.zeros(len(SEEDS)), np.zeros(len(SEEDS), dtype=np.intp)
     if change == "context":
         ctx[2] *= 1.5
+    elif change == "nan context":
+        ctx[2, 1] = np.nan
     elif change == "reward":
         rewards[1] = np.nan
     else:

@@ -255,3 +255,28 @@ def test_dp_hdb_dp_ucb_and_the_oco_adapter_share_the_rule_and_state_it(reward):
     assert DPUCB(c, epsilon=1.0, reward_clip=0.3).cal.B == 0.3
     own = OCOAgent(c, learner="pftal", epsilon=None, learner_params={"epsilon": 1.0, "y_bound": 0.3})
     assert "reward clip" not in own.privacy_report().sensitivity_assumption
+
+
+@pytest.mark.parametrize("name", ["dp_ucb", "dp_hdb", "fliphat", "episodic_ridge"])
+@pytest.mark.parametrize("norm", ["l2", "linf"])
+@pytest.mark.parametrize("position", [0, 2])
+def test_private_agents_refuse_a_nan_context_and_stay_usable(name, norm, position):
+    """A NaN compares false with every bound, so a check written ``norm > bound`` would pass it (and the sums the
+    calibration rests on would turn NaN); every private bandit agent refuses it before its state changes."""
+    import gymnasium
+
+    import dpbandit.envs  # noqa: F401
+    from dpbandit.agents import make_agent
+
+    env = gymnasium.make("dpbandit/GLMBandit-v0", n_arms=3, dim=4, horizon=50, structure="disjoint",
+                         context_norm=norm)
+    agent = make_agent(name, env)
+    obs, _ = env.reset(seed=0)
+    bad = np.array(obs, dtype=float)
+    bad[1, position] = np.nan
+    with pytest.raises(ValueError, match="NaN|finite"):
+        agent.update(bad, 1, 0.0, {})
+    with pytest.raises(ValueError, match="NaN"):
+        check_context_bound(bad, norm, 1.0)
+    agent.update(obs, 1, 0.0, {})  # the refused user was not counted
+    assert 0 <= agent.act(obs) < 3
