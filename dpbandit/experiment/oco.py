@@ -13,7 +13,7 @@ The comparator is recomputed at every recorded round by
 certified by its duality gap; the largest gap of a job is recorded as ``comparator_gap``).
 
 Jobs are (problem, seed) pairs (one stream draw and one comparator per distinct domain for all learners), run like
-bandit jobs (:func:`dpbandit.experiment.runner.execute_jobs`) into the run directory ``<out>/<name>``
+bandit jobs (:func:`dpbandit.experiment.execution.execute_jobs`) into the run directory ``<out>/<name>``
 (:func:`dpbandit.experiment.results.prepare_run_dir`): every finished job is written to ``jobs/`` at once, running
 the same experiment again resumes it (finished jobs are read back, not recomputed), and a different experiment
 there is refused unless ``fresh=True`` (CLI ``--fresh``). Files: a tidy ``results.csv`` with columns
@@ -52,7 +52,7 @@ from dpbandit.experiment.results import (
     write_json_atomic,
 )
 from dpbandit.experiment.rundir import open_run_dir
-from dpbandit.experiment.runner import execute_jobs
+from dpbandit.experiment.execution import execute_jobs
 from dpbandit.optim.losses import Loss
 from dpbandit.optim.projections import Domain
 from dpbandit.optim.registry import LEARNERS

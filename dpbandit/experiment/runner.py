@@ -2,7 +2,7 @@
 
 :func:`simulate` plays one episode of one agent and returns its recorded rounds. :func:`run_experiment` expands an
 :class:`~dpbandit.experiment.config.ExperimentConfig` into (environment, agent, seed) jobs, runs them with
-:func:`execute_jobs` (in this process, in joblib processes when ``n_jobs > 1``, or on a Dask cluster; the OCO runner
+:func:`~dpbandit.experiment.execution.execute_jobs` (in this process, in joblib processes when ``n_jobs > 1``, or on a Dask cluster; the OCO runner
 uses it too), and writes a run directory (:func:`~dpbandit.experiment.results.prepare_run_dir`)::
 
     <out>/<name>/
@@ -24,11 +24,9 @@ agent sees the same users and the same seed gives identical results.
 
 from __future__ import annotations
 
-import os
 import re
-import threading
 import time
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -44,6 +42,7 @@ import dpbandit.envs  # noqa: F401  (registers the environments, also inside wor
 from dpbandit.agents import make_agent
 from dpbandit.agents.base import Agent
 from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, make_env
+from dpbandit.experiment.execution import BACKENDS, execute_jobs
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.results import (
@@ -63,8 +62,6 @@ from dpbandit.validation import check_choice
 
 __all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS", "FORMATS"]
 
-#: Where jobs run: this machine (in-process or joblib processes) or a dask.distributed cluster.
-BACKENDS: tuple[str, ...] = ("local", "dask")
 #: Most seeds of one (environment, agent) pair run in lockstep by ``batch = "auto"`` (benchmarks/batch_benchmark.py:
 #: the gain flattens out by 16 seeds, while a unit's results are stored only when all its seeds finish).
 BATCH_SEEDS = 16
@@ -348,98 +345,3 @@ def _check_reachable_from_workers(config: ExperimentConfig) -> None:
 
 def _write_table(frame: pd.DataFrame, format: str, path: Path) -> None:
     frame.to_csv(path, index=False) if format == "csv" else frame.to_parquet(path, index=False)
-
-
-def execute_jobs(
-    run_job: Callable[[Any], Any],
-    jobs: Sequence[Hashable],
-    store: Callable[[Any, Any], None],
-    *,
-    n_jobs: int = 1,
-    desc: str = "jobs",
-    progress: bool = True,
-    backend: str = "local",
-    dask_address: str | None = None,
-    size: Callable[[Any], int] | None = None,
-) -> None:
-    """Run ``run_job(job)`` for every job and hand each output to ``store(job, output)`` in this process as soon as
-    it arrives (in completion order), so a killed run keeps every job stored before it died. ``size(job)``: what a
-    job counts for on the progress bar (default 1).
-
-    ``backend="local"``: this process when ``n_jobs == 1`` (or one job), else ``n_jobs`` joblib processes;
-    ``"dask"``: a ``dask.distributed`` cluster at ``dask_address`` (a local one of ``n_jobs`` workers when None).
-    ``run_job`` must be picklable for worker processes (a module-level function or a ``functools.partial`` of one).
-    """
-    if progress:
-        from tqdm.auto import tqdm  # a widget in notebooks, text in terminals
-    else:
-        from tqdm import tqdm  # disabled bar; tqdm.auto would warn in notebooks without ipywidgets
-
-    check_choice("backend", backend, BACKENDS)
-    size = size or (lambda job: 1)
-    bar = tqdm(total=sum(map(size, jobs)), desc=desc, unit="job", disable=not progress or not jobs)
-
-    def done(job, output):
-        store(job, output)
-        bar.update(size(job))
-
-    try:
-        if backend == "dask":
-            _execute_dask(run_job, jobs, done, n_jobs, dask_address)
-        elif n_jobs == 1 or len(jobs) <= 1:
-            for job in jobs:
-                done(job, run_job(job))
-        else:
-            from joblib import Parallel, delayed
-
-            parallel = Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator_unordered")
-            for job, output in parallel(delayed(_run_tagged)(run_job, job, os.getpid()) for job in jobs):
-                done(job, output)
-    finally:
-        bar.close()
-
-
-def _run_tagged(run_job: Callable[[Any], Any], job: Any, driver: int | None = None) -> tuple[Any, Any]:
-    if driver is not None:
-        _watch_driver(driver)
-    return job, run_job(job)
-
-
-_WATCHING: set[int] = set()
-
-
-def _watch_driver(driver: int, period: float = 0.5) -> None:
-    """In a worker process started by the driver process ``driver`` on this machine (loky, a local Dask cluster),
-    start (once) a daemon thread that ends this process within ``period`` seconds of the driver's death (the
-    worker is then re-parented), even in the middle of a job: a killed run leaves no workers computing behind it.
-    Does nothing in the driver itself or in workers of a remote cluster."""
-    if driver in _WATCHING or os.getpid() == driver or os.getppid() != driver:
-        return
-    _WATCHING.add(driver)
-
-    def watch() -> None:
-        while os.getppid() == driver:
-            time.sleep(period)
-        os._exit(70)
-
-    threading.Thread(target=watch, name="dpbandit-driver-watchdog", daemon=True).start()
-
-
-def _execute_dask(run_job, jobs, done, n_jobs, dask_address) -> None:
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError as exc:  # pragma: no cover - depends on the installation
-        raise ValueError("backend='dask' needs dask.distributed: pip install 'dpbandit[dask]'") from exc
-    cluster = None
-    if dask_address is None:
-        cluster = LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True, dashboard_address=None)
-    client = Client(cluster if cluster is not None else dask_address)
-    try:
-        futures = [client.submit(_run_tagged, run_job, job, os.getpid(), pure=False) for job in jobs]
-        for future in as_completed(futures):
-            job, output = future.result()
-            done(job, output)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()

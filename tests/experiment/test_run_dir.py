@@ -1,5 +1,5 @@
 """Run directories shared by the bandit and OCO runners (dpbandit.experiment.results) and the job executor
-(dpbandit.experiment.runner.execute_jobs)."""
+(dpbandit.experiment.execution.execute_jobs)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dpbandit.experiment.results import load_job, prepare_run_dir, store_job, write_json_atomic
-from dpbandit.experiment.runner import execute_jobs
+from dpbandit.experiment.execution import execute_jobs
 
 
 def test_prepare_run_dir_reuses_the_same_experiment_and_refuses_others(tmp_path):
