@@ -6,16 +6,15 @@ is that reference, :class:`Oracle` the zero-regret sanity check.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
-import math
-
 import numpy as np
-from numba import njit
 
 from dpbandit.agents.base import Agent
 from dpbandit.agents.ridge import RidgeState
+from dpbandit.compiled import kernel
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.validation import check_index, check_probability, check_real
 
@@ -37,7 +36,7 @@ def argmax_random_tie(values: np.ndarray, rng: np.random.Generator) -> int:
     return int(np.flatnonzero(values == values[best])[rng.integers(n_best)])
 
 
-@njit(cache=True)
+@kernel
 def best_and_ties(values):
     """``(first index of the largest entry, number of entries equal to it)`` of a 1-D float array, as
     ``values.argmax()`` and ``count_nonzero(values == values.max())`` compute them, and ``(first NaN, 0)`` when

@@ -57,11 +57,11 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from dpbandit.agents.baselines import argmax_random_tie, best_and_ties, check_arm
 from dpbandit.agents.lasso_bandit import default_hyperparameters
 from dpbandit.agents.private import Curator, PrivateAgent, check_context_bound, reward_clip_range
+from dpbandit.compiled import kernel
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss
 from dpbandit.optim.pofw import FORMS, DPPOFWBatch, glm_lipschitz
@@ -76,7 +76,7 @@ LINKS: tuple[str, ...] = ("identity", "logistic")
 
 
 
-@njit(cache=True)
+@kernel
 def _linf_norm(x):
     """``max_j |x_j|`` in one pass (NaN propagates, as in numpy's max)."""
     norm = 0.0
@@ -87,7 +87,7 @@ def _linf_norm(x):
     return norm
 
 
-@njit(cache=True)
+@kernel
 def _dot(a, b):
     """``a . b`` for 1-D arrays, in four interleaved partial sums (a fixed order, so the same bits everywhere, and
     one that the compiler can vectorise without reassociating)."""
@@ -104,7 +104,7 @@ def _dot(a, b):
     return (s0 + s1) + (s2 + s3)
 
 
-@njit(cache=True)
+@kernel
 def greedy_index(X, theta_forced, theta, h, logistic, out):
     """DP-HDB's action rule after the warm-up (``spec/han-frank-wolfe.md`` §6) for the (K, d) features X: the arms
     whose forced-sample mean ``mu(x_i . thetaF_i)`` is within h/2 of the best are the candidates, and ``out`` (K,)

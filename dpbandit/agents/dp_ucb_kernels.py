@@ -23,10 +23,11 @@ import math
 
 import llvmlite.binding as llvm
 import numpy as np
-from numba import njit, types
+from numba import types
 from numba.extending import get_cython_function_address
 
 from dpbandit.agents.baselines import best_and_ties
+from dpbandit.compiled import kernel
 
 __all__ = ["load_item", "publish", "publish_stack", "scores", "scores_stack"]
 
@@ -41,7 +42,7 @@ _dtrtrs = types.ExternalFunction("dpbandit_dtrtrs", types.void(*[_ptr] * 10))  #
 _FLAGS = np.array([ord("U"), ord("T"), ord("N")], dtype=np.uint8)  # uplo, trans, diag
 
 
-@njit(cache=True)
+@kernel
 def _cholesky(A):
     """Factor in place the matrix whose lower triangle the C-ordered (d, d) A holds: A's lower triangle becomes C
     (LAPACK ``dpotrf``, "U" on the column-major transpose); returns LAPACK's info (> 0: not positive definite)."""
@@ -52,7 +53,7 @@ def _cholesky(A):
     return ints[1]
 
 
-@njit(cache=True)
+@kernel
 def _solve(C, B):
     """Solve ``C W = B`` in place for the lower factor C (d, d): the rows of B (r, d) are the right-hand sides on
     entry and the solutions on exit (LAPACK ``dtrtrs``: "U", transposed, on the column-major transpose of C)."""
@@ -63,7 +64,7 @@ def _solve(C, B):
             ints.ctypes, B.ctypes, ints.ctypes, ints[2:].ctypes)
 
 
-@njit(cache=True)
+@kernel
 def load_item(obs, arm, y, linf, v):
     """Write the item ``v = [x; y]`` ((d+1,)) of the played arm's features ``x = obs[arm]`` ((K, d)) and the
     clipped reward y; returns ``||x||_inf`` (``linf``) or ``||x||_2`` (NaN if x holds one), for the context-bound
@@ -82,7 +83,7 @@ def load_item(obs, arm, y, linf, v):
     return norm if linf else math.sqrt(norm)
 
 
-@njit(cache=True)
+@kernel
 def publish(gram, v, model, noise, V, previous, failed):
     """One round of the curator: add the item ``v v^T`` ((n,)) to ``gram[model]``'s lower triangle; write the
     lower triangles of ``V = G + H~`` (M, d, d) and the release's ``u`` (M, d) from ``gram + phi^{-1}(noise)`` (the
@@ -94,7 +95,7 @@ def publish(gram, v, model, noise, V, previous, failed):
     return chol, u, _publish(gram, v, model, noise, V, u, chol, previous, failed)
 
 
-@njit(cache=True)
+@kernel
 def _publish(gram, v, model, noise, V, u, chol, previous, failed):
     """:func:`publish` into the given ``u`` and ``chol``. With the noise on every
     model changed (fresh node noise for all) and is factored; with it off only ``model`` is, the others' factors
@@ -137,7 +138,7 @@ def _publish(gram, v, model, noise, V, u, chol, previous, failed):
     return failures
 
 
-@njit(cache=True)
+@kernel
 def publish_stack(gram, v, models, noise, V, previous, failed):
     """:func:`publish` for each seed of a stack: ``gram`` (S, M, n, n), ``v`` (S, n), ``models`` (S,), ``noise``
     (S, M P) or (S, 0), ``V`` (S, M, d, d), ``previous`` (S, M, d, d) or (S, 0, d, d), ``failed`` (S, M); returns
@@ -150,7 +151,7 @@ def publish_stack(gram, v, models, noise, V, previous, failed):
     return chol, u, failures
 
 
-@njit(cache=True)
+@kernel
 def scores(chol, response, X, beta, out):
     """The optimistic index ``x_a^T theta_hat + beta ||x_a||_{V^{-1}}`` of each arm, (K,) into ``out``, from the
     factors ``chol`` (M, d, d) and responses (M, d) of the release and the user's features X (K, d); M = 1 (shared:
@@ -180,7 +181,7 @@ def scores(chol, response, X, beta, out):
     return best_and_ties(out)
 
 
-@njit(cache=True)
+@kernel
 def _index(w, r, beta):
     mean = 0.0
     square = 0.0
@@ -190,7 +191,7 @@ def _index(w, r, beta):
     return mean + beta * math.sqrt(square)
 
 
-@njit(cache=True)
+@kernel
 def scores_stack(chol, response, X, beta, out):
     """:func:`scores` for each seed of a stack: ``chol`` (S, M, d, d), ``response`` (S, M, d), ``X`` (S, K, d),
     ``out`` (S, K); the indices only."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from dpbandit.compiled import kernel
 
 __all__ = ["add_gradient", "first_accepted", "move_to_vertices"]
 
 
-@njit(cache=True)
+@kernel
 def add_gradient(scores, c, x):
     """Add the gradient ``g = c x`` ((d,)) to a learner's score row ``[-S, S]`` ((2d,)): ``S += c x`` and the
     mirrored half; returns the envelope ``max(-min S, max S) = max_j |S_j|``. Compiled (numba): one pass, the
@@ -34,7 +35,7 @@ def add_gradient(scores, c, x):
     return high if high > -low else -low  # Python's max(-low, high)
 
 
-@njit(cache=True)
+@kernel
 def move_to_vertices(V, k, r, last_j, last_value):
     """Add each learner's selected vertex to its vertex sums V (n, d): vertex ``k[i]`` in [0, 2d) is ``+r e_k`` for
     k < d and ``-r e_{k-d}`` otherwise; its coordinate and value are recorded in ``last_j`` and ``last_value`` (n,)
@@ -47,7 +48,7 @@ def move_to_vertices(V, k, r, last_j, last_value):
         last_value[i] = value
 
 
-@njit(cache=True)
+@kernel
 def first_accepted(scores, rows, k, u, a, envelope, out):
     """One round of rejection sampling from the uniform proposal for the learners ``rows`` (R,) (ascending): row
     ``r`` accepts its first proposal ``k[r, b]`` (vertex index in [0, 2d)) with ``u[r, b] < exp(a scores[i, k[r, b]]

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
+from dpbandit.compiled import kernel
 from dpbandit.privacy.noise import GammaNormNoise, GeneralizedGaussianNoise, Noise, SymmetricGaussianNoise
 from dpbandit.validation import check_generator, check_int
 
@@ -349,7 +349,7 @@ class TreeNoise:
         return (self._t & -self._t).bit_length() - 1
 
 
-@njit(cache=True)
+@kernel
 def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray) -> np.ndarray:
     """Close the level-i node with noise ``draw`` (d,) in the path suffix sums (L + 1, d): its suffix is the one
     above plus the draw, and the levels below copy it; returns the release's noise ``suffix[0]`` (a view)."""
@@ -360,7 +360,7 @@ def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray) -> np.ndarray:
     return suffix[0]
 
 
-@njit(cache=True)
+@kernel
 def _close_nodes(suffix: np.ndarray, i: int, draws: np.ndarray) -> np.ndarray:
     """:func:`_close_node` for each tree of a stack: suffix sums (S, L + 1, d), draws (S, d); returns (S, d)."""
     for s in range(suffix.shape[0]):

@@ -44,10 +44,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from numba import njit
 
 from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
 from dpbandit.agents.dp_hdb import DPHDB, greedy_index
+from dpbandit.compiled import kernel
 from dpbandit.optim import pofw, pofw_kernels
 
 __all__ = ["BatchedDPHDB"]
@@ -253,7 +253,7 @@ class BatchedDPHDB:
                                       a, envelope.reshape(-1), flat)
         return np.divmod(pending, self.K)
 
-@njit(cache=True)
+@kernel
 def _greedy_indices(X, theta_forced, theta, h, logistic, out):
     """:func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed: X, theta_forced, theta (S, K, d), out (S, K)."""
     for s in range(X.shape[0]):
@@ -261,7 +261,7 @@ def _greedy_indices(X, theta_forced, theta, h, logistic, out):
     return out
 
 
-@njit(cache=True)
+@kernel
 def _add_gradients(scores, arms, coef, X, s_inf):
     """:func:`~dpbandit.optim.pofw_kernels.add_gradient` of every seed's played learner: scores (S, K, 2d), arms (S,),
     coefficients (S,), contexts X (S, d), envelopes s_inf (S, K)."""
