@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from dpbandit.compiled import kernel
-from dpbandit.privacy.noise import GammaNormNoise, GeneralizedGaussianNoise, Noise, SymmetricGaussianNoise
+from dpbandit.privacy.noise import (GammaNormNoise, GaussianNoise, GeneralizedGaussianNoise, Noise,
+                                    SymmetricGaussianNoise)
 from dpbandit.validation import check_generator, check_int
 
 __all__ = ["TreeAccounting", "TreeAggregator", "TreeNoise", "TreeNoiseStack", "tree_depth", "popcount", "check_item_shape",
@@ -307,7 +308,9 @@ class TreeNoise:
     :class:`TreeAggregator`'s, so releases agree to rounding, not bit for bit.
 
     Items are vectors ``(d,)`` (matrices go packed, :mod:`dpbandit.privacy.packed`). State: ``(L + 1, d)`` suffix
-    sums of the path nodes' noise; O(d) work per step.
+    sums of the path nodes' noise; O(d) work per step. Gaussian node noise is drawn as standard normals into a
+    buffer and scaled where the node closes, which is ``GaussianNoise.draw``'s ``normal(0, sigma)`` (numpy computes
+    it as ``0 + sigma z``) bit for bit, without its allocation.
     """
 
     def __init__(self, shape: Any, horizon: int, noise: Noise, rng: np.random.Generator) -> None:
@@ -323,6 +326,9 @@ class TreeNoise:
         self._t = 0
         # suffix[h]: the summed noise of the path nodes at the set bits >= h of t; suffix[0] is the release's noise
         self.suffix = np.zeros((self._depth + 1, *self._shape))
+        gaussian = type(self._noise) is GaussianNoise
+        self._unit = np.empty(self._shape) if gaussian else None  # the standard normals of a Gaussian node
+        self._scale = self._noise.sigma if gaussian else 1.0
 
     @property
     def t(self) -> int:
@@ -339,7 +345,17 @@ class TreeNoise:
         """Step t -> t + 1: the node closing now gets its noise draw; returns the release's noise (a view of the
         state, valid until the next step). ``ValueError`` beyond the horizon."""
         i = self._step()
-        return _close_node(self.suffix, i, self._noise.draw(self._rng, self._shape))
+        return _close_node(self.suffix, i, self._draw(), self._scale)
+
+    def _draw(self, out: np.ndarray | None = None) -> np.ndarray:
+        """The closing node's draw before its scale (into ``out`` if given): standard normals for Gaussian noise
+        (:attr:`_scale` = sigma), else the noise's own draw (scale 1)."""
+        if self._unit is not None:
+            return self._rng.standard_normal(out=self._unit if out is None else out)
+        draw = self._noise.draw(self._rng, self._shape)
+        if out is not None:
+            out[...] = draw
+        return draw
 
     def _step(self) -> int:
         """Count the step; the level of the node closing now (its i children leave the path)."""
@@ -350,21 +366,22 @@ class TreeNoise:
 
 
 @kernel
-def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray) -> np.ndarray:
-    """Close the level-i node with noise ``draw`` (d,) in the path suffix sums (L + 1, d): its suffix is the one
-    above plus the draw, and the levels below copy it; returns the release's noise ``suffix[0]`` (a view)."""
+def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray, scale: float) -> np.ndarray:
+    """Close the level-i node with noise ``scale * draw`` ((d,)) in the path suffix sums (L + 1, d): its suffix is
+    the one above plus the noise, and the levels below copy it; returns the release's noise ``suffix[0]`` (a
+    view)."""
     for k in range(suffix.shape[1]):
-        suffix[i, k] = suffix[i + 1, k] + draw[k]
+        suffix[i, k] = suffix[i + 1, k] + scale * draw[k]
     for h in range(i):
         suffix[h] = suffix[i]
     return suffix[0]
 
 
 @kernel
-def _close_nodes(suffix: np.ndarray, i: int, draws: np.ndarray) -> np.ndarray:
+def _close_nodes(suffix: np.ndarray, i: int, draws: np.ndarray, scale: float) -> np.ndarray:
     """:func:`_close_node` for each tree of a stack: suffix sums (S, L + 1, d), draws (S, d); returns (S, d)."""
     for s in range(suffix.shape[0]):
-        _close_node(suffix[s], i, draws[s])
+        _close_node(suffix[s], i, draws[s], scale)
     return suffix[:, 0]
 
 
@@ -379,8 +396,8 @@ class TreeNoiseStack:
         self.trees = trees = list(trees)
         t0 = trees[0]
         if any(len(t._shape) != 1 or t._shape != t0._shape or t._horizon != t0._horizon or t._t != t0._t
-               for t in trees):
-            raise ValueError("trees must be vector trees of one shape and horizon, at the same step")
+               or t._noise != t0._noise for t in trees):
+            raise ValueError("trees must be vector trees of one shape, horizon and noise, at the same step")
         self.suffix = np.stack([t.suffix for t in trees])
         for s, t in enumerate(trees):
             t.suffix = self.suffix[s]
@@ -391,5 +408,5 @@ class TreeNoiseStack:
         draws = self._draws
         for s, t in enumerate(self.trees):
             i = t._step()
-            draws[s] = t._noise.draw(t._rng, t._shape)
-        return _close_nodes(self.suffix, i, draws)
+            t._draw(draws[s])
+        return _close_nodes(self.suffix, i, draws, self.trees[0]._scale)

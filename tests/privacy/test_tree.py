@@ -297,10 +297,24 @@ def test_tree_noise_plus_exact_sums_is_the_vanilla_tree():
         TreeNoise((5,), 37, None, np.random.default_rng(0))
 
 
+def test_gaussian_tree_noise_is_the_noise_draw_bit_for_bit():
+    """Gaussian nodes are drawn as standard normals into a buffer and scaled where the node closes: the same bits
+    as the noise's own ``draw`` (``normal(0, sigma)``), which other noises use, and the same generator state."""
+    from dpbandit.privacy.noise import GaussianNoise
+    from dpbandit.privacy.tree import TreeNoise
+
+    fast, generic = (TreeNoise((231,), 100, GaussianNoise(2.7), np.random.default_rng(5)) for _ in range(2))
+    assert fast._unit is not None and fast._scale == 2.7
+    generic._unit, generic._scale = None, 1.0  # the path of every other noise: draw() as it is
+    for _ in range(100):
+        assert np.array_equal(fast.add(), generic.add())
+    assert fast._rng.bit_generator.state == generic._rng.bit_generator.state
+
+
 def test_tree_noise_stack_is_each_trees_own_add_bit_for_bit():
     """TreeNoiseStack.add (seed batching) = each TreeNoise's own add: same noise bit for bit, each tree's draws from
     its own generator; the horizon is refused as by TreeNoise."""
-    from dpbandit.privacy.noise import GaussianNoise
+    from dpbandit.privacy.noise import GaussianNoise, LaplaceNoise
     from dpbandit.privacy.tree import TreeNoise, TreeNoiseStack
 
     def trees():
@@ -318,3 +332,10 @@ def test_tree_noise_stack_is_each_trees_own_add_bit_for_bit():
     one[0].add()
     with pytest.raises(ValueError, match="same step"):
         TreeNoiseStack(one)
+    with pytest.raises(ValueError, match="noise"):
+        TreeNoiseStack([*trees(), TreeNoise((5,), 37, GaussianNoise(0.8), np.random.default_rng(0))])
+    laplace = [TreeNoise((5,), 37, LaplaceNoise(0.7), np.random.default_rng(s)) for s in range(2)]
+    alone = [TreeNoise((5,), 37, LaplaceNoise(0.7), np.random.default_rng(s)) for s in range(2)]
+    stack = TreeNoiseStack(laplace)
+    for _ in range(37):
+        assert np.array_equal(stack.add(), np.stack([tree.add().copy() for tree in alone]))
