@@ -1,6 +1,6 @@
 """Seed-batched simulation against single-seed runs, measured in the same run (issue 15, item 2). Prints JSON.
 
-Workload: LinUCB (alpha = 1) and greedy, disjoint, K = 10, d = 20 (and 200), dense theta, unit-l2 Gaussian contexts,
+Workload: LinUCB (alpha = 1) and greedy, disjoint (``--structure shared``: shared), K = 10, d = 20 (and 200), dense theta, unit-l2 Gaussian contexts,
 T = 5,000 by default. Cases, interleaved (``_bench.py``: round-robin repetitions, medians): ``single`` =
 ``simulate`` of one seed (``gymnasium.make`` env, 100 checkpoints); ``batched`` = ``simulate_batch`` of S = 16
 seeds (identical frames per seed, ``tests/agents/test_batched.py``). ``speedup`` = batched seed-rounds/s /
@@ -8,7 +8,7 @@ single seed-rounds/s; the issue asks >= 3 for LinUCB at d = 20 and >= 2 for DP-U
 agents (default parameters) or a preset environment (``--env dpbandit/HanFigure51-K2-v0``: the preset's K and d,
 ``--dims`` ignored), e.g. the frontier's episodic agents:
 
-    python benchmarks/batch_benchmark.py [--repeats 3] [--horizon 5000] [--seeds 16] [--dims 20,200]
+    python benchmarks/batch_benchmark.py [--repeats 3] [--horizon 5000] [--seeds 16] [--dims 20,200] [--structure shared]
     python benchmarks/batch_benchmark.py --horizon 100000 --agents fliphat,episodic_ridge --env ENV_ID
 """
 
@@ -30,8 +30,9 @@ from dpbandit.experiment.config import AgentSpec, EnvSpec
 GLM = "dpbandit/GLMBandit-v0"
 
 
-def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeats: int, env_id: str = GLM) -> dict:
-    kwargs = {} if dim is None else {"n_arms": 10, "dim": dim, "theta": "dense"}
+def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeats: int, env_id: str = GLM,
+            structure: str = "disjoint") -> dict:
+    kwargs = {} if dim is None else {"n_arms": 10, "dim": dim, "theta": "dense", "structure": structure}
     env_spec = EnvSpec(env_id, {**kwargs, "horizon": horizon})
     agent_spec = AgentSpec(agent_type)
     env = gymnasium.make(env_spec.id, **env_spec.kwargs)
@@ -54,13 +55,16 @@ def main() -> None:
     parser.add_argument("--dims", default="20,200")
     parser.add_argument("--agents", default="linucb,greedy")
     parser.add_argument("--env", default=GLM)
+    parser.add_argument("--structure", default="disjoint", choices=["disjoint", "shared"],
+                        help="the GLM bandit's structure (ignored with a preset --env)")
     args = parser.parse_args()
     load = os.getloadavg()
     agents = args.agents.split(",")
     cases = ({f"{a}, d={d}": (a, int(d)) for d in args.dims.split(",") for a in agents} if args.env == GLM
              else {a: (a, None) for a in agents})  # a preset keeps its own K and d
-    results = {name: measure(a, d, args.horizon, args.seeds, args.repeats, args.env) for name, (a, d) in cases.items()}
-    workload = {"n_arms": 10, "structure": "disjoint"} if args.env == GLM else {"env": args.env}
+    results = {name: measure(a, d, args.horizon, args.seeds, args.repeats, args.env, args.structure)
+               for name, (a, d) in cases.items()}
+    workload = {"n_arms": 10, "structure": args.structure} if args.env == GLM else {"env": args.env}
     emit({"benchmark": "seed_batch", "workload": {**workload, "horizon": args.horizon, "seeds": args.seeds,
                                                   "statistic": "median, interleaved"},
           "results": results, "machine": machine(load)})

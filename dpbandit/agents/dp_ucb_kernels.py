@@ -29,7 +29,7 @@ from numba.extending import get_cython_function_address
 from dpbandit.agents.baselines import best_and_ties
 from dpbandit.compiled import kernel
 
-__all__ = ["load_item", "publish", "publish_stack", "scores", "scores_stack"]
+__all__ = ["load_item", "load_items", "publish", "publish_stack", "scores", "scores_stack"]
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -81,6 +81,27 @@ def load_item(obs, arm, y, linf, v):
             norm += x * x
     v[d] = y
     return norm if linf else math.sqrt(norm)
+
+
+@kernel
+def load_items(obs, arms, rewards, low, high, linf, v):
+    """:func:`load_item` for each seed of a stack: ``v[s] = [obs[s, arms[s]]; y_s]`` ((S, d+1)) with ``y_s`` the
+    reward clipped to [low, high] as ``RewardClip.clip`` does (``min(max(y, low), high)``); ``obs`` (S, K, d),
+    ``arms`` (S,), ``rewards`` (S,). Returns the largest context norm, NaN if a played row holds a NaN and inf if an
+    arm is out of range or a reward is not finite (the caller then passes the round to the single path)."""
+    K = obs.shape[1]
+    worst = 0.0
+    for s in range(v.shape[0]):
+        a, y = arms[s], rewards[s]
+        if a < 0 or a >= K or not math.isfinite(y):
+            return math.inf
+        y = low if low > y else y
+        y = high if high < y else y
+        norm = load_item(obs[s], a, y, linf, v[s])
+        if norm != norm:
+            return norm
+        worst = max(worst, norm)
+    return worst
 
 
 @kernel
@@ -192,9 +213,9 @@ def _index(w, r, beta):
 
 
 @kernel
-def scores_stack(chol, response, X, beta, out):
+def scores_stack(chol, response, X, beta, out, best, ties):
     """:func:`scores` for each seed of a stack: ``chol`` (S, M, d, d), ``response`` (S, M, d), ``X`` (S, K, d),
-    ``out`` (S, K); the indices only."""
+    ``out`` (S, K); each seed's ``(best, ties)`` into ``best`` and ``ties`` (S,); returns ``out``."""
     for s in range(chol.shape[0]):
-        scores(chol[s], response[s], X[s], beta, out[s])
+        best[s], ties[s] = scores(chol[s], response[s], X[s], beta, out[s])
     return out

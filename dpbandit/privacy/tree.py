@@ -402,11 +402,11 @@ class TreeNoiseStack:
         for s, t in enumerate(trees):
             t.suffix = self.suffix[s]
         self._draws = np.empty((len(trees), *t0._shape))
+        self._rows = list(self._draws)  # each tree's row of the draws
 
     def add(self) -> np.ndarray:
         """Every tree's :meth:`TreeNoise.add`; returns the releases' noise (S, d), a view of the state."""
-        draws = self._draws
-        for s, t in enumerate(self.trees):
+        for t, row in zip(self.trees, self._rows):
             i = t._step()
-            t._draw(draws[s])
-        return _close_nodes(self.suffix, i, draws, self.trees[0]._scale)
+            t._draw(row)
+        return _close_nodes(self.suffix, i, self._draws, self.trees[0]._scale)

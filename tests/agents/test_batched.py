@@ -140,9 +140,9 @@ def test_batched_dp_ucb_lifts_indefinite_v_like_the_single_path(structure):
         for a, x, arm, r in zip(singles, obs, arms.tolist(), rewards.tolist()):
             a.update(x, arm, r, {})
         lifted += int(batched.failed.sum())
-        for a, b in zip(singles, stacked):
-            assert np.array_equal(a._release.cholesky, b._release.cholesky)
-            assert np.array_equal(a._release.response, b._release.response)
+        for s, a in enumerate(singles):
+            assert np.array_equal(a._release.cholesky, batched.chol[s])
+            assert np.array_equal(a._release.response, batched.response[s])
     assert lifted > 0
 
 
@@ -162,7 +162,9 @@ def test_batched_dp_ucb_scores_are_the_single_rows_bit_for_bit(shape, models):
     response = rng.normal(size=(S, M, d))
     obs = rng.normal(size=(S, K, d))
     single = np.stack([ucb_scores(DPUCBRelease(7, c, u, 1.7, M == 1), x) for c, u, x in zip(chol, response, obs)])
-    assert np.array_equal(scores_stack(chol, response, obs, 1.7, np.empty((S, K))), single)
+    best, ties = np.empty(S, dtype=np.intp), np.empty(S, dtype=np.intp)
+    assert np.array_equal(scores_stack(chol, response, obs, 1.7, np.empty((S, K)), best, ties), single)
+    assert best.tolist() == single.argmax(axis=1).tolist() and (ties == 1).all()
     # and the index itself: x^T V^{-1} u + beta ||x||_{V^{-1}}
     V = chol @ chol.transpose(0, 1, 3, 2)
     Vinv = np.linalg.inv(V[:, [0] * K] if M == 1 else V)
@@ -171,7 +173,7 @@ def test_batched_dp_ucb_scores_are_the_single_rows_bit_for_bit(shape, models):
                 + 1.7 * np.sqrt(np.einsum("skd,skde,ske->sk", obs, Vinv, obs)))
     np.testing.assert_allclose(single, expected, rtol=1e-9, atol=1e-12)
     with pytest.raises(ValueError, match="scores"):  # the kernel refuses shapes it would read out of bounds
-        scores_stack(chol[:, :, :-1], response, obs, 1.7, np.empty((S, K)))
+        scores_stack(chol[:, :, :-1], response, obs, 1.7, np.empty((S, K)), best, ties)
 
 
 def test_batched_dp_ucb_refuses_bad_data_with_the_single_paths_errors():
@@ -201,3 +203,20 @@ def test_batched_dp_ucb_refuses_bad_data_with_the_single_paths_errors():
         form.update(obs, np.array([0, K, 1]), np.zeros(3))
     with pytest.raises(ValueError, match="reward"):
         form.update(obs, np.array([0, 1, 1]), np.array([0.0, np.nan, 0.0]))
+    assert [a.curator.t for a in agents] == [1, 1, 1]  # a refused round counts no seed's user
+    singles = [make_agent("dp_ucb", env, epsilon=1.0) for _ in range(3)]
+    for s, agent in enumerate(singles):  # the same users, one by one
+        agent.reset(s)
+        agent.update(obs[s], s, 0.0, {})
+    for _ in range(4):  # to the horizon, where the batched agents get their releases
+        arms = form.act(obs)
+        assert arms.tolist() == [a.act(x) for a, x in zip(singles, obs)]
+        form.update(obs, arms, np.full(3, 0.5))
+        for a, x, arm in zip(singles, obs, arms.tolist()):
+            a.update(x, arm, 0.5, {})
+    for a, b in zip(agents, singles):
+        assert a.curator.t == b.curator.t == 5 and a._release.t == 5
+        assert np.array_equal(a._release.cholesky, b._release.cholesky)
+        assert np.array_equal(a._release.response, b._release.response)
+    with pytest.raises(TypeError, match="arm must be an integer"):  # the single path's error, not numba's
+        form.update(obs, np.array([0.0, 1.0, 1.0]), np.zeros(3))

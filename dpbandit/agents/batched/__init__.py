@@ -15,6 +15,9 @@ the state and privacy ledger a single-seed run leaves (``agents[s].privacy_repor
 is array work with the same per-matrix operations and operand layouts; whatever has no bitwise-equal batched numpy
 form stays per seed.
 
+While a form drives them, the per-seed agents are the form's: step them only through it. A form may keep what
+``act`` reads stacked and give each agent its own copy only at the horizon (DP-UCB and DP-HDB do).
+
 ``obs`` may be a read-only broadcast view (disjoint environments show one context on every arm, stride 0) and stays
 valid after the environments move on. Bandit forms never see ``info``: the batched agents are bandit agents.
 
