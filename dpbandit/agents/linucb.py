@@ -6,22 +6,56 @@ recommendation*, Algorithm 1); the shared form keeps one model for all arms' fea
 model without per-arm parts; Chu, Li, Reyzin, Schapire 2011 analyse it) [recalled]. The state is
 :class:`~dpbandit.agents.ridge.RidgeState`, disjoint or shared as ``constants.structure`` says.
 
-This is the hot path of the throughput benchmark: an act is one batched product ``W @ x`` giving ``A_a^{-1} x_a``
-and ``x_a^T theta_a`` for every arm (O(K d^2)), one quadratic form and the tie-broken argmax; an update is one
-O(d^2) rank-one step.
+This is the hot path of the throughput benchmark: an act is one compiled pass (:func:`ucb_scores`) computing
+``A_a^{-1} x_a`` and ``x_a^T theta_a`` for every arm from the ridge buffer (O(K d^2)), the quadratic forms and the
+first largest score with its ties (broken at random only when there are some); an update is one O(d^2) rank-one
+step (:func:`~dpbandit.agents.ridge.sherman_morrison`). The batched form runs the same kernels over the seeds.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from dpbandit.agents.base import Agent
-from dpbandit.agents.baselines import argmax_random_tie, check_arm
-from dpbandit.agents.ridge import RidgeState
+from dpbandit.agents.baselines import argmax_random_tie, best_and_ties, check_arm
+from dpbandit.agents.ridge import RidgeState, rows_times
+from dpbandit.compiled import kernel
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.validation import check_real
 
-__all__ = ["LinUCB"]
+__all__ = ["LinUCB", "ucb_scores", "ucb_scores_stack"]
+
+
+@kernel
+def ucb_scores(W, X, alpha, out):
+    """``out[a] = x_a^T theta_m + alpha sqrt(x_a^T A_m^{-1} x_a)`` ((K,)) for the features X (K, d) and the ridge
+    buffer W (M, d+1, d) (:class:`~dpbandit.agents.ridge.RidgeState`: ``A_m^{-1}`` over ``theta_m``), m = a when
+    M = K (disjoint), else 0 (shared). Returns ``(best, ties)`` (:func:`~dpbandit.agents.baselines.best_and_ties`).
+
+    Compiled (numba), each sum in index order: ``u = A^{-1} x`` by :func:`~dpbandit.agents.ridge.rows_times`, then
+    ``x^T u`` and ``x^T theta``."""
+    K, d = X.shape
+    u = np.empty(d)
+    for a in range(K):
+        m = a if W.shape[0] > 1 else 0
+        rows_times(W[m], X[a], u)
+        quad = 0.0
+        mean = 0.0
+        for i in range(d):
+            quad += u[i] * X[a, i]
+            mean += W[m, d, i] * X[a, i]
+        out[a] = mean + alpha * math.sqrt(quad)
+    return best_and_ties(out)
+
+
+@kernel
+def ucb_scores_stack(W, X, alpha, out, best, ties):
+    """:func:`ucb_scores` for each seed of a stack: W (S, M, d+1, d), X (S, K, d), out (S, K); each seed's
+    ``(best, ties)`` into ``best`` and ``ties`` (S,)."""
+    for s in range(W.shape[0]):
+        best[s], ties[s] = ucb_scores(W[s], X[s], alpha, out[s])
 
 
 class LinUCB(Agent):
@@ -51,16 +85,18 @@ class LinUCB(Agent):
 
     def scores(self, observation: np.ndarray) -> np.ndarray:
         """UCB scores ``x_a^T theta_hat + alpha * sqrt(x_a^T A^{-1} x_a)``; (K, d) -> (K,)."""
-        d = self.dim
-        R = self.ridge.products(observation)
-        score = np.matmul(R[:, None, :d], observation[:, :, None])[:, 0, 0]  # x_a^T A^{-1} x_a per arm
-        np.sqrt(score, out=score)
-        score *= self.alpha
-        score += R[:, d]
-        return score
+        return self._index(observation)[0]
+
+    def _index(self, observation: np.ndarray) -> tuple[np.ndarray, int, int]:
+        X = np.asarray(observation, dtype=float)
+        if X.shape != (self.n_arms, self.dim):
+            raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, self.dim)}, got {X.shape}")
+        out = np.empty(self.n_arms)
+        return out, *ucb_scores(self.ridge.W, X, self.alpha, out)
 
     def act(self, observation: np.ndarray) -> int:
-        return argmax_random_tie(self.scores(observation), self.rng)
+        scores, best, ties = self._index(observation)
+        return best if ties == 1 else argmax_random_tie(scores, self.rng)
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         arm = check_arm(arm, self.n_arms)

@@ -22,47 +22,68 @@ Shapes (K arms, dimension d):
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.blas import dger
-
+from dpbandit.compiled import kernel
 from dpbandit.validation import check_choice, check_int, check_real
 
-__all__ = ["RidgeState", "STRUCTURES"]
+__all__ = ["RidgeState", "STRUCTURES", "rows_times", "sherman_morrison", "sherman_morrison_stack"]
 
 #: The two parameter structures of :class:`~dpbandit.envs.constants.BanditConstants`.
 STRUCTURES: tuple[str, ...] = ("disjoint", "shared")
 
 
-def _subtract_outer_numpy(W: np.ndarray, c: np.ndarray, u: np.ndarray) -> None:
-    np.subtract(W, np.multiply.outer(c, u), out=W)
+@kernel
+def rows_times(W, x, u):
+    """``u = A^{-1} x`` ((d,)) for a model buffer W (d+1, d) (A^{-1} in its first d rows), as
+    ``sum_j x_j A^{-1}[j, :]`` (A^{-1} is symmetric): each entry a sum in index order, the loop over contiguous rows
+    and independent across the entries of u, so it vectorises without reassociating a sum."""
+    d = x.shape[0]
+    for i in range(d):
+        u[i] = 0.0
+    for j in range(d):
+        xj = x[j]
+        for i in range(d):
+            u[i] += W[j, i] * xj
 
 
-def _subtract_outer_blas(W: np.ndarray, c: np.ndarray, u: np.ndarray) -> None:
-    # BLAS dger on the Fortran-ordered transpose updates the C-ordered W in place, without the (d+1, d)
-    # temporary of the numpy form (about 5x faster at d = 200).
-    dger(-1.0, u, c, a=W.T, overwrite_a=1)
+@kernel
+def sherman_morrison(W, b, x, y):
+    """Add the sample ``(x, y)`` to one model: ``W`` (d+1, d) holds ``A^{-1}`` over ``theta`` (see
+    :class:`RidgeState`), ``b`` (d,) the response sum. With ``r = W x`` (``u = A^{-1} x`` by :func:`rows_times`
+    over ``x^T theta``) and ``s = 1 / (1 + x^T u)``: ``W -= c u^T`` for ``c = s r`` except
+    ``c_d = s (x^T theta - y)``, and ``b += y x``. Compiled (numba): the loops of the formula in program order."""
+    d = x.shape[0]
+    r = np.empty(d + 1)
+    rows_times(W, x, r)
+    acc = 0.0
+    for j in range(d):
+        acc += W[d, j] * x[j]
+    r[d] = acc
+    xu = 0.0
+    for j in range(d):
+        xu += x[j] * r[j]
+    s = 1.0 / (1.0 + xu)
+    for i in range(d + 1):
+        c = (r[i] - y) * s if i == d else r[i] * s
+        for j in range(d):
+            W[i, j] -= c * r[j]
+    for j in range(d):
+        b[j] += y * x[j]
 
 
-def _blas_updates_in_place() -> bool:
-    """Whether this scipy build's ``dger`` really overwrites its argument (checked once, at import)."""
-    W = np.arange(6.0).reshape(3, 2)
-    _subtract_outer_blas(W, np.ones(3), np.ones(2))
-    return bool(np.array_equal(W, np.arange(6.0).reshape(3, 2) - 1.0))
-
-
-_BLAS_IN_PLACE = _blas_updates_in_place()
-
-#: Models of at most this many floats take the numpy rank-one update, whose form over a leading seed axis has the
-#: same bits (``dpbandit.agents.batched.ridge`` batches exactly these); larger ones BLAS ``dger``.
-NUMPY_OUTER_MAX = 2**15
-
-
-def subtract_outer(W: np.ndarray, c: np.ndarray, u: np.ndarray) -> None:
-    """``W -= outer(c, u)`` in place for a C-contiguous float64 matrix W: numpy up to :data:`NUMPY_OUTER_MAX`
-    floats, BLAS ``dger`` (no temporary) above."""
-    if W.size <= NUMPY_OUTER_MAX or not _BLAS_IN_PLACE:
-        _subtract_outer_numpy(W, c, u)
-    else:
-        _subtract_outer_blas(W, c, u)
+@kernel
+def sherman_morrison_stack(W, B, C, obs, arms, rewards):
+    """:func:`sherman_morrison` for each seed s of a stack: model m (``arms[s]`` when ``W`` (S, M, d+1, d) has
+    M > 1, else 0) of ``W`` and ``B`` (S, M, d) gets ``(obs[s, arms[s]], rewards[s])`` and ``C[s, m] += 1``;
+    ``obs`` (S, K, d). Returns False, changing nothing, if an arm is outside [0, K)."""
+    K = obs.shape[1]
+    for s in range(W.shape[0]):
+        if arms[s] < 0 or arms[s] >= K:
+            return False
+    for s in range(W.shape[0]):
+        m = arms[s] if W.shape[1] > 1 else 0
+        sherman_morrison(W[s, m], B[s, m], obs[s, arms[s]], rewards[s])
+        C[s, m] += 1
+    return True
 
 
 class RidgeState:
@@ -103,7 +124,6 @@ class RidgeState:
         self.W = np.empty((n_models, d + 1, d))
         self._b = np.empty((n_models, d))
         self.counts = np.empty(n_models, dtype=np.int64)
-        self._numpy_outer = (d + 1) * d <= NUMPY_OUTER_MAX or not _BLAS_IN_PLACE
         self.reset()
 
     # Views without the model axis in the shared structure; properties (not stored views) so that copies and
@@ -153,26 +173,15 @@ class RidgeState:
         """Add the sample ``(x, y)`` to arm ``arm``'s model (the only model when shared); x has shape (d,).
 
         Sherman–Morrison on ``A^{-1}`` and the recursive-least-squares step on ``theta`` together, as one
-        rank-one update of ``W``: O(d^2).
+        rank-one update of ``W`` (:func:`sherman_morrison`): O(d^2).
         """
         if not 0 <= arm < self.n_arms:
             raise ValueError(f"arm must be an integer in [0, {self.n_arms - 1}], got {arm!r}")
-        d = self.dim
+        x = np.asarray(x, dtype=float)
+        if x.shape != (self.dim,):
+            raise ValueError(f"x must have shape (d,) = ({self.dim},), got {x.shape}")
         m = arm if self.disjoint else 0
-        W = self.W[m]
-        # (A^{-1} x, x^T theta). matmul with a (d, 1) column and a (1, d) x (d, 1) product, not ``W @ x`` and
-        # ``x @ u``: the seed-batched path (dpbandit.experiment.batch) makes the same per-matrix calls on stacks and
-        # gets bitwise-equal results
-        r = np.matmul(W, x[:, None])[:, 0]
-        u = r[:d]
-        scale = 1.0 / (1.0 + np.matmul(x[None, :], u[:, None])[0, 0])
-        c = r * scale
-        c[d] = (r[d] - y) * scale
-        if self._numpy_outer:  # subtract_outer, inlined (its numpy form)
-            np.subtract(W, np.multiply.outer(c, u), out=W)
-        else:
-            _subtract_outer_blas(W, c, u)
-        self._b[m] += y * x
+        sherman_morrison(self.W[m], self._b[m], x, float(y))
         self.counts[m] += 1
 
     # ------------------------------------------------------------------ reference

@@ -220,3 +220,23 @@ def test_batched_dp_ucb_refuses_bad_data_with_the_single_paths_errors():
         assert np.array_equal(a._release.response, b._release.response)
     with pytest.raises(TypeError, match="arm must be an integer"):  # the single path's error, not numba's
         form.update(obs, np.array([0.0, 1.0, 1.0]), np.zeros(3))
+
+
+@pytest.mark.parametrize("name", ["linucb", "greedy"])
+def test_batched_ridge_refuses_bad_arms_before_any_seed_learns(name):
+    import numpy as np
+
+    env = gymnasium.make("dpbandit/GLMBandit-v0", **{**SMALL, "structure": "disjoint", "horizon": 5})
+    agents = [make_agent(name, env) for _ in range(3)]
+    for s, agent in enumerate(agents):
+        agent.reset(s)
+    form = batched_form(agents)
+    K, d = SMALL["n_arms"], SMALL["dim"]
+    obs = np.full((3, K, d), 0.1)
+    with pytest.raises(ValueError, match=r"arm must be an integer in \[0, 3\], got 4"):
+        form.update(obs, np.array([0, K, 1]), np.zeros(3))
+    with pytest.raises(TypeError, match="arm must be an integer"):
+        form.update(obs, np.array([0.0, 1.0, 1.0]), np.zeros(3))
+    assert not any(a.ridge.counts.any() for a in agents)
+    form.update(obs, np.array([0, 1, 1]), np.ones(3))
+    assert [a.ridge.counts.tolist() for a in agents] == [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]]

@@ -8,8 +8,8 @@ import pickle
 import numpy as np
 import pytest
 
-from dpbandit.agents import ridge
-from dpbandit.agents.ridge import RidgeState
+
+from dpbandit.agents.ridge import RidgeState, sherman_morrison
 
 
 def direct_ridge(X: np.ndarray, y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -141,13 +141,21 @@ def test_copies_and_pickles_stay_consistent():
     np.testing.assert_allclose(state.theta, theta, rtol=1e-10)
 
 
-def test_blas_and_numpy_rank_one_updates_agree():
+def test_sherman_morrison_kernel_is_the_formula():
+    """W = [A^{-1}; theta^T] (d+1, d) and b after one sample: the Sherman-Morrison step and the RLS step on theta,
+    against numpy's own evaluation of the formula; a feature vector of the wrong length is refused."""
     rng = np.random.default_rng(7)
-    W = rng.normal(size=(6, 5))
-    c, u = rng.normal(size=6), rng.normal(size=5)
-    expected = W - np.outer(c, u)
-    for subtract in (ridge._subtract_outer_blas, ridge._subtract_outer_numpy):
-        target = W.copy()
-        subtract(target, c, u)
-        np.testing.assert_allclose(target, expected, rtol=1e-13)
-    assert ridge._blas_updates_in_place()
+    d = 6
+    G = rng.normal(size=(d, d))
+    A_inv = np.linalg.inv(G @ G.T + np.eye(d))
+    theta, b, x, y = rng.normal(size=d), rng.normal(size=d), rng.normal(size=d), 0.7
+    W = np.vstack([A_inv, theta])
+    u = A_inv @ x
+    expected_A = A_inv - np.outer(u, u) / (1.0 + x @ u)
+    expected_theta = theta + u * (y - x @ theta) / (1.0 + x @ u)
+    sherman_morrison(W, b_new := b.copy(), x, y)
+    np.testing.assert_allclose(W[:d], expected_A, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(W[d], expected_theta, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(b_new, b + y * x, rtol=1e-15)
+    with pytest.raises(ValueError, match=r"x must have shape \(d,\) = \(3,\), got \(4,\)"):
+        RidgeState(2, 3, "disjoint").update(np.ones(4), 1.0, 0)
