@@ -4,7 +4,10 @@ Workload: LinUCB (alpha = 1) and greedy, disjoint (``--structure shared``: share
 T = 5,000 by default. Cases, interleaved (``_bench.py``: round-robin repetitions, medians): ``single`` =
 ``simulate`` of one seed (``gymnasium.make`` env, 100 checkpoints); ``batched`` = ``simulate_batch`` of S = 16
 seeds (identical frames per seed, ``tests/agents/test_batched.py``). ``speedup`` = batched seed-rounds/s /
-single seed-rounds/s; the issue asks >= 3 for LinUCB at d = 20 and >= 2 for DP-UCB and DP-HDB, with 16 seeds. ``--agents`` / ``--env`` measure other
+single seed-rounds/s; the issue asks >= 3 for LinUCB at d = 20 and >= 2 for DP-UCB and DP-HDB, with 16 seeds. For
+DP-UCB a third case, ``bare`` (``dpucb_benchmark.py``'s bare line: a seed's node-noise draws, factorisations and
+index solves, which lockstep cannot share), gives ``speedup_bound`` = single / bare, what lockstep would reach if
+a seed-round cost that alone, with a free environment. ``--agents`` / ``--env`` measure other
 agents (default parameters) or a preset environment (``--env dpbandit/HanFigure51-K2-v0``: the preset's K and d,
 ``--dims`` ignored), e.g. the frontier's episodic agents:
 
@@ -21,6 +24,7 @@ import gymnasium
 
 import dpbandit.envs  # noqa: F401
 from _bench import emit, interleaved, machine, timed
+from dpucb_benchmark import bare_work
 from dpbandit.agents import make_agent
 from dpbandit.experiment import simulate
 from dpbandit.experiment.batch import simulate_batch
@@ -38,13 +42,19 @@ def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeat
     env = gymnasium.make(env_spec.id, **env_spec.kwargs)
     agent = make_agent(agent_type, env)
     seeds = list(range(n_seeds))
-    s = interleaved({
-        "single": timed(lambda: simulate(env, agent, 0, checkpoints=100)),
-        "batched": timed(lambda: simulate_batch(env_spec, agent_spec, seeds, checkpoints=100)),
-    }, repeats)
+    cases = {"single": timed(lambda: simulate(env, agent, 0, checkpoints=100)),
+             "batched": timed(lambda: simulate_batch(env_spec, agent_spec, seeds, checkpoints=100))}
+    c = env.unwrapped.constants
+    if agent_type == "dp_ucb":  # the per-seed work no lockstep removes: dpucb_benchmark.py's bare line
+        cases["bare"] = bare_work(c.n_arms if c.structure == "disjoint" else 1, c.dim, horizon, n_arms=c.n_arms)
+    s = interleaved(cases, repeats)
     single, batched = horizon / s["single"], n_seeds * horizon / s["batched"]
-    return {"single_seed_rounds_per_second": round(single), "batched_seed_rounds_per_second": round(batched),
-            "speedup": round(batched / single, 2)}
+    out = {"single_seed_rounds_per_second": round(single), "batched_seed_rounds_per_second": round(batched),
+           "speedup": round(batched / single, 2)}
+    if "bare" in s:  # the speedup lockstep would reach if a seed-round cost the bare work alone, environment free
+        out["bare_us_per_round"] = round(1e6 * s["bare"] / horizon, 1)
+        out["speedup_bound"] = round(s["single"] / s["bare"], 2)
+    return out
 
 
 def main() -> None:

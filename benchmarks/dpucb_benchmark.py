@@ -51,14 +51,14 @@ def make_env(structure: str, dim: int, horizon: int):
                           theta="dense", contexts="gaussian", context_norm="l2", context_bound=1.0, normalize="scale")
 
 
-def bare_work(models: int, dim: int, rounds: int, theta_only: bool = False):
-    """A case timing ``rounds`` rounds of the bare work (module docstring) for ``models`` models and K arms
+def bare_work(models: int, dim: int, rounds: int, theta_only: bool = False, n_arms: int = ARMS):
+    """A case timing ``rounds`` rounds of the bare work (module docstring) for ``models`` models and ``n_arms`` arms
     (``theta_only``: the old line, one ``dpotrs`` with u per model instead of the index's solves)."""
     gen = np.random.default_rng(1)
     A = gen.standard_normal((models, dim, 2 * dim)) / np.sqrt(2 * dim)
     V = A @ A.transpose(0, 2, 1) + np.eye(dim)  # well-conditioned SPD stack, like V_t = N + 2 Upsilon I
     u = gen.standard_normal((models, dim))
-    X = gen.standard_normal((ARMS, dim))
+    X = gen.standard_normal((n_arms, dim))
     packed = (dim + 1) * (dim + 2) // 2
     # the right-hand sides, F-ordered as LAPACK takes them: [X^T | u] (shared) or [x_a | u_a] per arm (disjoint)
     rhs = ([np.asfortranarray(np.column_stack((X.T, u[0])))] if models == 1
