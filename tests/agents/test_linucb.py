@@ -150,3 +150,14 @@ def test_update_rejects_an_invalid_arm():
     with pytest.raises(TypeError, match="arm must be an integer"):
         agent.update(np.ones((3, 2)), 1.0, 1.0, {})
     assert not agent.ridge.counts.any()
+
+
+def test_observations_of_the_wrong_shape_are_refused_before_the_kernel_reads_them():
+    agent = LinUCB(constants(3, 2, "disjoint"))
+    with pytest.raises(ValueError, match=r"observation must have shape \(K, d\) = \(3, 2\), got \(3, 3\)"):
+        agent.act(np.ones((3, 3)))
+    with pytest.raises(ValueError, match=r"x must have shape \(d,\) = \(2,\), got \(3,\)"):
+        agent.update(np.ones((3, 3)), 0, 1.0, {})
+    with pytest.raises(ValueError, match="NaN"):
+        agent.act(np.array([[np.nan, 0.0], [0.0, 1.0], [1.0, 0.0]]))
+    assert not agent.ridge.counts.any()
