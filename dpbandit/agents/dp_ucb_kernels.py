@@ -89,9 +89,11 @@ def load_items(obs, arms, rewards, low, high, linf, v):
     reward clipped to [low, high] as ``RewardClip.clip`` does (``min(max(y, low), high)``); ``obs`` (S, K, d),
     ``arms`` (S,), ``rewards`` (S,). Returns the largest context norm, NaN if a played row holds a NaN and inf if an
     arm is out of range or a reward is not finite (the caller then passes the round to the single path)."""
-    K = obs.shape[1]
+    S, K = v.shape[0], obs.shape[1]
+    if obs.shape[0] != S or arms.shape[0] != S or rewards.shape[0] != S or v.shape[1] != obs.shape[2] + 1:
+        raise ValueError("load_items: obs (S, K, d), arms and rewards (S,), v (S, d+1)")
     worst = 0.0
-    for s in range(v.shape[0]):
+    for s in range(S):
         a, y = arms[s], rewards[s]
         if a < 0 or a >= K or not math.isfinite(y):
             return math.inf

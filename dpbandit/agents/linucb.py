@@ -37,6 +37,9 @@ def ucb_scores(W, X, alpha, out):
     Compiled (numba), each sum in index order: ``u = A^{-1} x`` by :func:`~dpbandit.agents.ridge.rows_times`, then
     ``x^T u`` and ``x^T theta``."""
     K, d = X.shape
+    M = W.shape[0]
+    if W.shape[1:] != (d + 1, d) or (M != 1 and M != K) or out.shape[0] != K:
+        raise ValueError("ucb_scores: W must be (M, d+1, d) with M = 1 or K for X (K, d), out (K,)")
     u = np.empty(d)
     for a in range(K):
         m = a if W.shape[0] > 1 else 0
@@ -54,7 +57,10 @@ def ucb_scores(W, X, alpha, out):
 def ucb_scores_stack(W, X, alpha, out, best, ties):
     """:func:`ucb_scores` for each seed of a stack: W (S, M, d+1, d), X (S, K, d), out (S, K); each seed's
     ``(best, ties)`` into ``best`` and ``ties`` (S,)."""
-    for s in range(W.shape[0]):
+    S = W.shape[0]
+    if X.shape[0] != S or out.shape[0] != S or best.shape[0] != S or ties.shape[0] != S:
+        raise ValueError("ucb_scores_stack: W, X, out, best and ties must have one seed axis S")
+    for s in range(S):
         best[s], ties[s] = ucb_scores(W[s], X[s], alpha, out[s])
 
 

@@ -37,6 +37,8 @@ def rows_times(W, x, u):
     ``sum_j x_j A^{-1}[j, :]`` (A^{-1} is symmetric): each entry a sum in index order, the loop over contiguous rows
     and independent across the entries of u, so it vectorises without reassociating a sum."""
     d = x.shape[0]
+    if W.shape[0] < d or W.shape[1] != d or u.shape[0] < d:
+        raise ValueError("rows_times: W must have d columns and at least d rows, u at least d entries, for x (d,)")
     for i in range(d):
         u[i] = 0.0
     for j in range(d):
@@ -52,6 +54,8 @@ def sherman_morrison(W, b, x, y):
     over ``x^T theta``) and ``s = 1 / (1 + x^T u)``: ``W -= c u^T`` for ``c = s r`` except
     ``c_d = s (x^T theta - y)``, and ``b += y x``. Compiled (numba): the loops of the formula in program order."""
     d = x.shape[0]
+    if W.shape != (d + 1, d) or b.shape[0] != d:
+        raise ValueError("sherman_morrison: W must be (d+1, d) and b (d,) for x (d,)")
     r = np.empty(d + 1)
     rows_times(W, x, r)
     acc = 0.0
@@ -75,8 +79,12 @@ def sherman_morrison_stack(W, B, C, obs, arms, rewards):
     """:func:`sherman_morrison` for each seed s of a stack: model m (``arms[s]`` when ``W`` (S, M, d+1, d) has
     M > 1, else 0) of ``W`` and ``B`` (S, M, d) gets ``(obs[s, arms[s]], rewards[s])`` and ``C[s, m] += 1``;
     ``obs`` (S, K, d). Returns False, changing nothing, if an arm is outside [0, K)."""
-    K = obs.shape[1]
-    for s in range(W.shape[0]):
+    S, K = W.shape[0], obs.shape[1]
+    if obs.shape[0] != S or arms.shape[0] != S or rewards.shape[0] != S or B.shape[:2] != W.shape[:2] \
+            or C.shape != W.shape[:2] or (W.shape[1] != 1 and W.shape[1] != K):
+        raise ValueError("sherman_morrison_stack: W (S, M, d+1, d), B (S, M, d), C (S, M), obs (S, K, d), arms and "
+                         "rewards (S,), M = 1 or K")
+    for s in range(S):
         if arms[s] < 0 or arms[s] >= K:
             return False
     for s in range(W.shape[0]):

@@ -375,3 +375,14 @@ def test_bad_update_arguments():
         agent.update(obs[:, :2], 0, 0.0, {})
     with pytest.raises(TypeError, match="unknown hyperparameter"):
         make_agent("dp_ucb", gymnasium.make("dpbandit/SharedLinear-v0"), sigma_n=1.0)
+
+
+def test_load_items_refuses_shapes_it_would_read_out_of_bounds():
+    from dpbandit.agents.dp_ucb_kernels import load_items
+
+    obs, arms, rewards = np.zeros((2, 3, 4)), np.zeros(2, dtype=np.intp), np.zeros(2)
+    with pytest.raises(ValueError, match="load_items"):
+        load_items(obs, arms, rewards, -1.0, 1.0, False, np.empty((2, 4)))  # v must be (S, d+1)
+    with pytest.raises(ValueError, match="load_items"):
+        load_items(obs, np.zeros(1, dtype=np.intp), rewards, -1.0, 1.0, False, np.empty((2, 5)))
+    assert load_items(obs, np.array([0, 3]), rewards, -1.0, 1.0, False, np.empty((2, 5))) == np.inf  # arm 3

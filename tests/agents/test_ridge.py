@@ -159,3 +159,31 @@ def test_sherman_morrison_kernel_is_the_formula():
     np.testing.assert_allclose(b_new, b + y * x, rtol=1e-15)
     with pytest.raises(ValueError, match=r"x must have shape \(d,\) = \(3,\), got \(4,\)"):
         RidgeState(2, 3, "disjoint").update(np.ones(4), 1.0, 0)
+
+
+def test_kernels_refuse_shapes_they_would_read_out_of_bounds():
+    """numba does not check indices: each kernel a caller can reach checks its shapes first."""
+    from dpbandit.agents.linucb import ucb_scores, ucb_scores_stack
+    from dpbandit.agents.ridge import rows_times, sherman_morrison_stack
+
+    W, X = np.zeros((3, 5, 4)), np.zeros((3, 4))
+    with pytest.raises(ValueError, match="ucb_scores"):
+        ucb_scores(W, np.zeros((3, 5)), 1.0, np.empty(3))  # d = 5 against a model of d = 4
+    with pytest.raises(ValueError, match="ucb_scores"):
+        ucb_scores(W, np.zeros((4, 4)), 1.0, np.empty(4))  # 3 models for 4 arms
+    with pytest.raises(ValueError, match="ucb_scores"):
+        ucb_scores(W, X, 1.0, np.empty(2))
+    idx = np.empty(2, dtype=np.intp)
+    with pytest.raises(ValueError, match="ucb_scores_stack"):
+        ucb_scores_stack(W[None].repeat(3, 0), X[None].repeat(2, 0), 1.0, np.empty((3, 3)), idx, idx)
+    with pytest.raises(ValueError, match="rows_times"):
+        rows_times(np.zeros((5, 4)), np.zeros(5), np.empty(5))
+    with pytest.raises(ValueError, match="sherman_morrison"):
+        sherman_morrison(np.zeros((5, 4)), np.zeros(4), np.zeros(3), 1.0)
+    stack = (np.zeros((2, 3, 5, 4)), np.zeros((2, 3, 4)), np.zeros((2, 3), dtype=np.int64))
+    with pytest.raises(ValueError, match="sherman_morrison_stack"):
+        sherman_morrison_stack(*stack, np.zeros((2, 3, 4)), np.zeros(3, dtype=np.intp), np.zeros(2))
+    with pytest.raises(ValueError, match="sherman_morrison"):  # the features' d against the models' d
+        sherman_morrison_stack(*stack, np.zeros((2, 3, 5)), np.zeros(2, dtype=np.intp), np.zeros(2))
+    assert not sherman_morrison_stack(*stack, np.zeros((2, 3, 4)), np.array([0, 3]), np.zeros(2))  # arm 3: none
+    assert not stack[2].any()
