@@ -94,32 +94,33 @@ class POCP(StreamingLearner):
         return self.ledger.report(self.delta, guarantee="DP", sensitivity_assumption=assumption)
 
 
-class PIGD(POCP):
+class _PrivateOCP(POCP):
+    """POCP of the OCP algorithm ``_algorithm``, built from that algorithm's parameters (those of
+    :class:`ConstrainedLearner`) plus ``epsilon`` (inf: noise off) and ``delta``."""
+
+    _algorithm: type[OCPAlgorithm]
+
+    def __init__(self, dim: int, horizon: int, *, mu: float, loss: str | Loss = "squared",
+                 domain: str | Domain = "l2-ball", radius: float = 1.0, x_bound: float = 1.0, y_bound: float = 1.0,
+                 epsilon: float = 1.0, delta: float = 1e-5, initial: Any = None,
+                 rng: np.random.Generator | None = None):
+        algorithm = self._algorithm(dim, horizon, mu=mu, loss=loss, domain=domain, radius=radius, x_bound=x_bound,
+                                    y_bound=y_bound, initial=initial)
+        super().__init__(algorithm, epsilon=epsilon, delta=delta, rng=rng)
+
+
+class PIGD(_PrivateOCP):
     """Private implicit gradient descent: :class:`POCP` of :class:`IGD` (``spec/private-oco-learners.md`` §5.2).
     (epsilon, delta)-DP; regret ``O(L^2 ln T/mu) + O(L sqrt(d) (L_loss/mu) sqrt(T) ln T sqrt(ln(1/delta))/epsilon)``.
     Parameters: those of :class:`ConstrainedLearner` plus ``epsilon`` (inf: noise off), ``delta``."""
 
     name = "pigd"
-
-    def __init__(self, dim: int, horizon: int, *, mu: float, loss: str | Loss = "squared",
-                 domain: str | Domain = "l2-ball", radius: float = 1.0, x_bound: float = 1.0, y_bound: float = 1.0,
-                 epsilon: float = 1.0, delta: float = 1e-5, initial: Any = None,
-                 rng: np.random.Generator | None = None):
-        algorithm = IGD(dim, horizon, mu=mu, loss=loss, domain=domain, radius=radius, x_bound=x_bound,
-                        y_bound=y_bound, initial=initial)
-        super().__init__(algorithm, epsilon=epsilon, delta=delta, rng=rng)
+    _algorithm = IGD
 
 
-class PGIGA(POCP):
+class PGIGA(_PrivateOCP):
     """Private projected gradient descent: :class:`POCP` of :class:`GIGA` (``spec/private-oco-learners.md`` §5.3).
     (epsilon, delta)-DP. Parameters as :class:`PIGD`."""
 
     name = "pgiga"
-
-    def __init__(self, dim: int, horizon: int, *, mu: float, loss: str | Loss = "squared",
-                 domain: str | Domain = "l2-ball", radius: float = 1.0, x_bound: float = 1.0, y_bound: float = 1.0,
-                 epsilon: float = 1.0, delta: float = 1e-5, initial: Any = None,
-                 rng: np.random.Generator | None = None):
-        algorithm = GIGA(dim, horizon, mu=mu, loss=loss, domain=domain, radius=radius, x_bound=x_bound,
-                         y_bound=y_bound, initial=initial)
-        super().__init__(algorithm, epsilon=epsilon, delta=delta, rng=rng)
+    _algorithm = GIGA
