@@ -57,7 +57,7 @@ actions of all other users are (epsilon, delta)-JDP. Forms, from ``constants.str
   that one mechanism.
 
 Cost per round: M (d+1)(d+2)/2 normals for the node closing now (the tree's noise kept apart from the exact sums,
-:class:`~dpbandit.privacy.tree.TreeNoise`), then one compiled kernel (:mod:`dpbandit.agents.dp_ucb_kernels`): the
+:class:`~dpbandit.privacy.tree_noise.TreeNoise`), then one compiled kernel (:mod:`dpbandit.agents.dp_ucb_kernels`): the
 rank-one update of the played model's exact sums, O(M (d+1)^2) work for the noisy V_t and u, and ``M`` LAPACK
 Cholesky factorisations ``O(d^3)``, M = 1 (shared) or K (disjoint; with noise off only the played arm's model
 changes and only its factor is recomputed); in the action rule one more kernel, one LAPACK triangular solve per
@@ -85,7 +85,8 @@ from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.tree_calibration import calibrate_tree_sigma
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
 from dpbandit.privacy.packed import packed_layout
-from dpbandit.privacy.tree import TreeAccounting, TreeNoise, tree_depth
+from dpbandit.privacy.tree import TreeAccounting, tree_depth
+from dpbandit.privacy.tree_noise import TreeNoise
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
 
 __all__ = ["CALIBRATIONS", "DPUCB", "DPUCBCalibration", "DPUCBCurator", "DPUCBRelease", "dpucb_sigma", "paper_levels"]
@@ -202,7 +203,7 @@ class DPUCBCurator(Curator):
     """Owns the Gram-matrix tree and publishes :class:`DPUCBRelease` s (module docstring); ``cal`` fixes every
     constant, ``rng`` is the job's "privacy" stream.
 
-    The tree is kept as its two parts (:class:`~dpbandit.privacy.tree.TreeNoise`): the exact sums
+    The tree is kept as its two parts (:class:`~dpbandit.privacy.tree_noise.TreeNoise`): the exact sums
     ``sum_s v_s v_s^T`` of the M models (zero items for the arms not played; a rank-one update per round), held with
     the shift ``(2 Upsilon + lam) I`` on the Gram block's diagonal as ``gram`` (M, d+1, d+1), and the node noise, iid
     ``N(0, sigma_n^2)`` on the packed upper triangles ``phi`` of :mod:`dpbandit.privacy.packed` ((M, P) per node,

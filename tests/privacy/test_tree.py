@@ -278,7 +278,7 @@ def test_tree_noise_plus_exact_sums_is_the_vanilla_tree():
     """TreeNoise is the vanilla tree's mechanism: with the same generator it draws the same node noise, and exact
     prefix sum + its noise equals TreeAggregator's release to rounding at every step; same accounting statement."""
     from dpbandit.privacy.noise import GaussianNoise
-    from dpbandit.privacy.tree import TreeNoise
+    from dpbandit.privacy.tree_noise import TreeNoise
 
     noise = GaussianNoise(0.7)
     tree, alone = TreeAggregator((5,), 37, noise, np.random.default_rng(4)), TreeNoise((5,), 37, noise,
@@ -301,7 +301,7 @@ def test_gaussian_tree_noise_is_the_noise_draw_bit_for_bit():
     """Gaussian nodes are drawn as standard normals into a buffer and scaled where the node closes: the same bits
     as the noise's own ``draw`` (``normal(0, sigma)``), which other noises use, and the same generator state."""
     from dpbandit.privacy.noise import GaussianNoise
-    from dpbandit.privacy.tree import TreeNoise
+    from dpbandit.privacy.tree_noise import TreeNoise
 
     fast, generic = (TreeNoise((231,), 100, GaussianNoise(2.7), np.random.default_rng(5)) for _ in range(2))
     assert fast._unit is not None and fast._scale == 2.7
@@ -315,7 +315,7 @@ def test_tree_noise_stack_is_each_trees_own_add_bit_for_bit():
     """TreeNoiseStack.add (seed batching) = each TreeNoise's own add: same noise bit for bit, each tree's draws from
     its own generator; the horizon is refused as by TreeNoise."""
     from dpbandit.privacy.noise import GaussianNoise, LaplaceNoise
-    from dpbandit.privacy.tree import TreeNoise, TreeNoiseStack
+    from dpbandit.privacy.tree_noise import TreeNoise, TreeNoiseStack
 
     def trees():
         return [TreeNoise((5,), 37, GaussianNoise(0.7), np.random.default_rng(s)) for s in range(3)]

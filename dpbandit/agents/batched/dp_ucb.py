@@ -4,10 +4,11 @@ The per-round work of every seed is the single path's compiled kernels (:mod:`dp
 run over a leading seed axis in one call each: ``load_items`` (the items ``[x; clipped y]`` and the context norms
 for the check), ``publish_stack`` (the exact sums' rank-one updates, the noisy V_t and u, the Cholesky
 factorisations) and ``scores_stack`` (the index of every arm, the best arm and its ties). Per seed, in Python: each
-tree node's noise, drawn by the seed's :class:`~dpbandit.privacy.tree.TreeNoise` from its own privacy stream (the
-sums over the stack, :class:`~dpbandit.privacy.tree.TreeNoiseStack`), the tie breaks, and the lift of a V_t that is
-not positive definite, as the single path does them. Data a check could refuse (or a context norm within rounding
-of the bound) goes seed by seed through the single path's own ``stage``; a refused round counts no seed's user.
+tree node's noise, drawn by the seed's :class:`~dpbandit.privacy.tree_noise.TreeNoise` from its own privacy stream
+(the sums over the stack, :class:`~dpbandit.privacy.tree_noise.TreeNoiseStack`), the tie breaks, and the lift of a
+V_t that is not positive definite, as the single path does them. Data a check could refuse (or a context norm
+within rounding of the bound) goes seed by seed through the single path's own ``stage``; a refused round counts no
+seed's user.
 
 The releases live stacked (``chol``, ``response``); each seed's curator and agent get their own
 :class:`~dpbandit.agents.dp_ucb_release.DPUCBRelease` (views of the stack) at the horizon, as the batched contract
@@ -30,7 +31,7 @@ from dpbandit.agents.batched import BATCHED_FORMS
 from dpbandit.agents.dp_ucb import DPUCB, lift
 from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen
 from dpbandit.agents.private import CONTEXT_RTOL
-from dpbandit.privacy.tree import TreeNoiseStack
+from dpbandit.privacy.tree_noise import TreeNoiseStack
 
 __all__ = ["BatchedDPUCB"]
 
