@@ -240,3 +240,18 @@ def test_batched_ridge_refuses_bad_arms_before_any_seed_learns(name):
     assert not any(a.ridge.counts.any() for a in agents)
     form.update(obs, np.array([0, 1, 1]), np.ones(3))
     assert [a.ridge.counts.tolist() for a in agents] == [[1, 0, 0, 0], [0, 1, 0, 0], [0, 1, 0, 0]]
+
+
+def test_choose_rows_keeps_a_unique_best_and_breaks_ties_with_the_rows_own_generator():
+    import numpy as np
+
+    from dpbandit.agents.batched import choose_rows
+
+    scores = np.array([[1.0, 3.0, 2.0], [5.0, 5.0, 1.0]])
+    best, ties = np.array([1, 0]), np.array([1, 2])
+    rngs = [np.random.default_rng(1), np.random.default_rng(2)]
+    state0 = rngs[0].bit_generator.state
+    arms = choose_rows(scores, best, ties, rngs)
+    assert arms[0] == 1 and arms[1] in (0, 1) and rngs[0].bit_generator.state == state0
+    with pytest.raises(ValueError, match="NaN"):
+        choose_rows(np.array([[np.nan, 1.0]]), np.array([0]), np.array([0]), [np.random.default_rng(0)])

@@ -36,7 +36,8 @@ import numpy as np
 from dpbandit.agents.base import Agent
 from dpbandit.agents.baselines import argmax_random_tie
 
-__all__ = ["BatchedPolicy", "BATCHED_FORMS", "batched_form", "has_batched_form", "argmax_random_tie_rows"]
+__all__ = ["BatchedPolicy", "BATCHED_FORMS", "batched_form", "has_batched_form", "argmax_random_tie_rows",
+           "choose_rows"]
 
 
 class BatchedPolicy(Protocol):
@@ -54,10 +55,12 @@ BATCHED_FORMS: dict[type, Callable[[Sequence[Agent]], BatchedPolicy | None]] = {
 
 
 def _register_forms() -> None:
-    from dpbandit.agents.batched import ridge  # noqa: F401  (each module registers its forms)
-    from dpbandit.agents.batched import episodic  # noqa: F401
-    from dpbandit.agents.batched import dp_hdb  # noqa: F401
-    from dpbandit.agents.batched import dp_ucb  # noqa: F401
+    from dpbandit.agents.batched import (
+        dp_hdb,  # noqa: F401
+        dp_ucb,  # noqa: F401
+        episodic,  # noqa: F401
+        ridge,  # noqa: F401  (each module registers its forms)
+    )
 
 
 def has_batched_form(cls: type) -> bool:
@@ -88,3 +91,14 @@ def argmax_random_tie_rows(scores: np.ndarray, rngs: Sequence[np.random.Generato
         for s in np.flatnonzero(ties):
             best[s] = argmax_random_tie(scores[s], rngs[s])
     return best
+
+
+def choose_rows(scores: np.ndarray, best: np.ndarray, ties: np.ndarray,
+                rngs: Sequence[np.random.Generator]) -> np.ndarray:
+    """The arms (S,) from a kernel's per-row ``best`` and ``ties`` (:func:`~dpbandit.agents.baselines.best_and_ties`)
+    of ``scores`` (S, K): ``best`` where it is the only largest score, else the single path's
+    :func:`~dpbandit.agents.baselines.argmax_random_tie` with the row's own generator (ties at random, NaN refused)."""
+    arms = best.copy()
+    for s in np.flatnonzero(ties != 1):
+        arms[s] = argmax_random_tie(scores[s], rngs[s])
+    return arms

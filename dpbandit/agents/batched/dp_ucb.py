@@ -26,8 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpbandit.agents import dp_ucb_kernels as kernels
-from dpbandit.agents.baselines import argmax_random_tie
-from dpbandit.agents.batched import BATCHED_FORMS
+from dpbandit.agents.batched import BATCHED_FORMS, choose_rows
 from dpbandit.agents.dp_ucb import DPUCB, lift
 from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen
 from dpbandit.agents.private import CONTEXT_RTOL
@@ -84,10 +83,7 @@ class BatchedDPUCB:
             self._materialise()
             return np.array([a.act(x) for a, x in zip(self.agents, X)], dtype=np.intp)
         kernels.scores_stack(self.chol, self.response, X, self.beta, self.scores, self.best, self.ties)
-        arms = self.best.copy()
-        for s in np.flatnonzero(self.ties != 1):  # a tie, or a NaN (refused there): the single path's rule
-            arms[s] = argmax_random_tie(self.scores[s], self.rngs[s])
-        return arms
+        return choose_rows(self.scores, self.best, self.ties, self.rngs)
 
     def stage(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> np.ndarray:
         """Every curator's :meth:`~dpbandit.agents.dp_ucb.DPUCBCurator.stage` (the models that get the real items):

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpbandit.agents.baselines import Greedy, argmax_random_tie, check_arm
-from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
+from dpbandit.agents.baselines import Greedy, check_arm
+from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows, choose_rows
 from dpbandit.agents.linucb import LinUCB, ucb_scores_stack
 from dpbandit.agents.ridge import sherman_morrison_stack
 
@@ -55,10 +55,7 @@ class BatchedRidge:
         if not self.linucb:
             return argmax_random_tie_rows(self._predictions(X), self.rngs)
         ucb_scores_stack(self.W, X, self.alpha, self.scores, self.best, self.ties)
-        arms = self.best.copy()
-        for s in np.flatnonzero(self.ties != 1):  # a tie, or a NaN (refused there): the single path's rule
-            arms[s] = argmax_random_tie(self.scores[s], self.rngs[s])
-        return arms
+        return choose_rows(self.scores, self.best, self.ties, self.rngs)
 
     def _predictions(self, X: np.ndarray) -> np.ndarray:
         """:meth:`RidgeState.predict` of every seed: X (S, K, d) -> (S, K)."""
