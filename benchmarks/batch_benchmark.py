@@ -1,17 +1,18 @@
 """Seed-batched simulation against single-seed runs, measured in the same run (issue 15, item 2). Prints JSON.
 
-Workload: LinUCB (alpha = 1) and greedy, disjoint (``--structure shared``: shared), K = 10, d = 20 (and 200), dense theta, unit-l2 Gaussian contexts,
-T = 5,000 by default. Cases, interleaved (``_bench.py``: round-robin repetitions, medians): ``single`` =
-``simulate`` of one seed (``gymnasium.make`` env, 100 checkpoints); ``batched`` = ``simulate_batch`` of S = 16
-seeds (identical frames per seed, ``tests/agents/test_batched.py``). ``speedup`` = batched seed-rounds/s /
-single seed-rounds/s; the issue asks >= 3 for LinUCB at d = 20 and >= 2 for DP-UCB and DP-HDB, with 16 seeds. For
-DP-UCB a third case, ``bare`` (``dpucb_benchmark.py``'s bare line: a seed's node-noise draws, factorisations and
-index solves, which lockstep cannot share), gives ``speedup_bound`` = single / bare, what lockstep would reach if
-a seed-round cost that alone, with a free environment. ``--agents`` / ``--env`` measure other
-agents (default parameters) or a preset environment (``--env dpbandit/HanFigure51-K2-v0``: the preset's K and d,
-``--dims`` ignored), e.g. the frontier's episodic agents:
+Workload: LinUCB (alpha = 1) and greedy, disjoint (``--structure shared``: shared), K = 10, d = 20 (and 200), dense
+theta, unit-l2 Gaussian contexts, T = 5,000 by default. Cases, interleaved (``_bench.py``: round-robin repetitions,
+medians): ``single`` = ``simulate`` of one seed (``gymnasium.make`` env, 100 checkpoints); ``batched`` =
+``simulate_batch`` of S = 16 seeds (identical frames per seed, ``tests/agents/test_batched.py``). ``speedup`` =
+batched seed-rounds/s / single seed-rounds/s; the issue asks >= 3 for LinUCB at d = 20 and >= 2 for DP-UCB and
+DP-HDB, with 16 seeds. For DP-UCB a third case, ``bare`` (``dpucb_benchmark.py``'s bare line: a seed's node-noise
+draws, factorisations and index solves, which lockstep cannot share), gives ``speedup_bound`` = single / bare, what
+lockstep would reach if a seed-round cost that alone, with a free environment. ``--agents`` / ``--env`` measure
+other agents (default parameters) or a preset environment (``--env dpbandit/HanFigure51-K2-v0``: the preset's K and
+d, ``--dims`` ignored), e.g. the frontier's episodic agents:
 
-    python benchmarks/batch_benchmark.py [--repeats 3] [--horizon 5000] [--seeds 16] [--dims 20,200] [--structure shared]
+    python benchmarks/batch_benchmark.py [--repeats 3] [--horizon 5000] [--seeds 16] [--dims 20,200]
+    python benchmarks/batch_benchmark.py --agents dp_ucb --dims 20 --structure shared
     python benchmarks/batch_benchmark.py --horizon 100000 --agents fliphat,episodic_ridge --env ENV_ID
 """
 

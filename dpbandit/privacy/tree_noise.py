@@ -27,11 +27,12 @@ class TreeNoise:
     a cheap rank-one update per round while the tree's node sums would cost a pass over the path).
 
     It is the mechanism of :class:`~dpbandit.privacy.tree.TreeAggregator` (vanilla), not an approximation of it: the
-    vanilla release sums the ``popcount(t)`` path nodes, each an exact node sum plus its own noise draw, i.e. ``s_t``
-    plus the sum of the path nodes' draws, which is what :meth:`add` returns. Each node's noise is drawn once, when it closes (one draw of
-    ``shape`` per step), from ``rng``, so the privacy statement (:attr:`accounting`: each item touches at most
-    ``L = floor(log2 T) + 1`` noisy nodes) is the tree's. Floating-point sums are grouped differently from
-    :class:`~dpbandit.privacy.tree.TreeAggregator`'s, so releases agree to rounding, not bit for bit.
+    vanilla release sums the ``popcount(t)`` path nodes, each an exact node sum plus its own noise draw, i.e.
+    ``s_t`` plus the sum of the path nodes' draws, which is what :meth:`add` returns. Each node's noise is drawn
+    once, when it closes (one draw of ``shape`` per step), from ``rng``, so the privacy statement
+    (:attr:`accounting`: each item touches at most ``L = floor(log2 T) + 1`` noisy nodes) is the tree's.
+    Floating-point sums are grouped differently from :class:`~dpbandit.privacy.tree.TreeAggregator`'s, so releases
+    agree to rounding, not bit for bit.
 
     Items are vectors ``(d,)`` (matrices go packed, :mod:`dpbandit.privacy.packed`). State: ``(L + 1, d)`` suffix
     sums of the path nodes' noise; O(d) work per step. Gaussian node noise is drawn as standard normals into a

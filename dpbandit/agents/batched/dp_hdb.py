@@ -9,7 +9,7 @@ Per round, batched:
 * **Act** (:meth:`DPHDB.action_rule` of every seed): the warm-up's round robin; afterwards the single path's
   compiled :func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed in one kernel call over the stack, so every
   score is bit for bit the single one (``tests/agents/test_batched.py``); ``theta = V/(t+1)`` is the release's
-  elementwise division. Ties: :func:`~dpbandit.agents.batched.argmax_random_tie_rows` (each seed's exploration
+  elementwise division. Ties: :func:`~dpbandit.agents.batched.choose_rows` (each seed's exploration
   stream, consumed only on a tie).
 * **Curator** (:meth:`HDBCurator.observe` and :meth:`DPPOFWBatch.update_one` of every seed): the checks done for all
   seeds at once (context bound with a margin that only passes rows the single check passes, ``||x||_inf`` against
@@ -45,7 +45,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows
+from dpbandit.agents.batched import BATCHED_FORMS, choose_rows
 from dpbandit.agents.dp_hdb import DPHDB, greedy_index
 from dpbandit.compiled import kernel
 from dpbandit.optim import pofw, pofw_kernels
@@ -119,8 +119,10 @@ class BatchedDPHDB:
         X = np.asarray(obs, dtype=float)
         if X.shape != theta.shape:  # the single path's error
             return np.array([DPHDB.action_rule(a.curator.release(), x, a.rng) for a, x in zip(self.agents, X)])
-        scores = _greedy_indices(X, self.theta_forced, theta, self.h, self.logistic, np.empty((self.S, self.K)))
-        return argmax_random_tie_rows(scores, self.rngs)
+        S = self.S
+        scores, best, ties = np.empty((S, self.K)), np.empty(S, dtype=np.intp), np.empty(S, dtype=np.intp)
+        _greedy_indices(X, self.theta_forced, theta, self.h, self.logistic, scores, best, ties)
+        return choose_rows(scores, best, ties, self.rngs)
 
     # ------------------------------------------------------------------ curator
     def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
@@ -191,8 +193,8 @@ class BatchedDPHDB:
         else:
             a = cal.radius / ((t + 1.0) * cal.scale(t))
             k = self._select_laplace(a) if cal.form == "laplace" else self._select_exponential(a)
-        pofw_kernels.move_to_vertices(self.V.reshape(-1, self.d), k.reshape(-1), cal.radius, self.last_j.reshape(-1),
-                              self.last_value.reshape(-1))  # the single path's kernel, on the rows s K + k
+        pofw_kernels.move_to_vertices(self.V.reshape(-1, self.d), k.reshape(-1), cal.radius,
+                                      self.last_j.reshape(-1), self.last_value.reshape(-1))  # the single path's kernel, on the rows s K + k
 
     def _inverse_cdf(self, weights: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """:meth:`DPPOFWBatch._inverse_cdf` of rows of several seeds: ``weights`` (R, 2d), ``seeds`` (R,) sorted;
@@ -249,16 +251,18 @@ class BatchedDPHDB:
                 lo += n
         k = (np.concatenate(proposals) if len(proposals) > 1 else proposals[0]).reshape(ss.size, batch)
         flat = out.reshape(-1)  # the rows (seed, arm) of the stack as learners s K + k: the single path's kernel
-        pending = pofw_kernels.first_accepted(self.scores.reshape(-1, d2), ss * self.K + kk, k, u,
-                                      a, envelope.reshape(-1), flat)
+        pending = pofw_kernels.first_accepted(self.scores.reshape(-1, d2), ss * self.K + kk, k, u, a,
+                                              envelope.reshape(-1), flat)
         return np.divmod(pending, self.K)
 
 @kernel
-def _greedy_indices(X, theta_forced, theta, h, logistic, out):
-    """:func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed: X, theta_forced, theta (S, K, d), out (S, K)."""
+def _greedy_indices(X, theta_forced, theta, h, logistic, out, best, ties):
+    """:func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed: X, theta_forced, theta (S, K, d), out (S, K);
+    each seed's ``(best, ties)`` into ``best`` and ``ties`` (S,)."""
+    if out.shape[0] != X.shape[0] or best.shape[0] != X.shape[0] or ties.shape[0] != X.shape[0]:
+        raise ValueError("_greedy_indices: X, out, best and ties must have one seed axis S")
     for s in range(X.shape[0]):
-        greedy_index(X[s], theta_forced[s], theta[s], h, logistic, out[s])
-    return out
+        best[s], ties[s] = greedy_index(X[s], theta_forced[s], theta[s], h, logistic, out[s])
 
 
 @kernel
