@@ -5,14 +5,32 @@ theta, unit-l2 Gaussian contexts, T = 5,000 by default. Cases, interleaved (``_b
 medians): ``single`` = ``simulate`` of one seed (``gymnasium.make`` env, 100 checkpoints); ``batched`` =
 ``simulate_batch`` of S = 16 seeds (identical frames per seed, ``tests/agents/test_batched.py``). ``speedup`` =
 batched seed-rounds/s / single seed-rounds/s; the issue asks >= 3 for LinUCB at d = 20 and >= 2 for DP-UCB and
-DP-HDB, with 16 seeds. For DP-UCB a third case, ``bare`` (``dpucb_benchmark.py``'s bare line: a seed's node-noise
-draws, factorisations and index solves, which lockstep cannot share), gives ``speedup_bound`` = single / bare, what
-lockstep would reach if a seed-round cost that alone, with a free environment. ``--agents`` / ``--env`` measure
-other agents (default parameters) or a preset environment (``--env dpbandit/HanFigure51-K2-v0``: the preset's K and
-d, ``--dims`` ignored), e.g. the frontier's episodic agents:
+DP-HDB, with 16 seeds.
+
+What lockstep cannot remove, because every seed draws from its own streams (bit-identity with ``simulate``), is
+printed beside it in microseconds per seed-round, and ``speedup_bound`` = single / (their sum) is the speedup a
+batched form would reach if a seed-round cost only them, i.e. an upper bound for any bit-identical lockstep with this
+environment (and, for LinUCB, these kernels):
+
+* ``env_us_per_seed_round``: the GLM environment's share, :class:`~dpbandit.envs.vector.GLMBanditVectorEnv` of the
+  S seeds stepped with arm 0 for T rounds (reset included), over S T: each seed's blocks of contexts, means and
+  rewards from its own streams, plus the vector step's share;
+* ``draws_us_per_seed_round``: a seed's own-generator draws per round with the calls the agent makes. DP-UCB: the
+  closing tree node's standard normals, M (d+1)(d+2)/2 of them into a buffer. DP-HDB: one batch of
+  rejection-sampling proposals for the K selections (``integers`` then ``random``; a selection takes at least one);
+* ``kernels_us_per_seed_round`` (LinUCB only): its compiled index and rank-one update, the same arithmetic in the
+  single and the batched path (:func:`~dpbandit.agents.linucb.ucb_scores_stack`,
+  :func:`~dpbandit.agents.ridge.sherman_morrison_stack` on a stack of S seeds, over S).
+
+DP-UCB's and DP-HDB's own arithmetic (factorisations, solves, products) is left out of their bound, so it is looser.
+Greedy and the preset environments print no bound.
+
+``--agents`` / ``--env`` measure other agents (default parameters) or a preset environment (``--env
+dpbandit/HanFigure51-K2-v0``: the preset's K and d, ``--dims`` ignored), e.g. the frontier's episodic agents:
 
     python benchmarks/batch_benchmark.py [--repeats 3] [--horizon 5000] [--seeds 16] [--dims 20,200]
     python benchmarks/batch_benchmark.py --agents dp_ucb --dims 20 --structure shared
+    python benchmarks/batch_benchmark.py --agents dp_hdb --dims 1000
     python benchmarks/batch_benchmark.py --horizon 100000 --agents fliphat,episodic_ridge --env ENV_ID
 """
 
@@ -21,15 +39,21 @@ from __future__ import annotations
 import argparse
 import os
 
+import time
+
 import gymnasium
+import numpy as np
 
 import dpbandit.envs  # noqa: F401
 from _bench import emit, interleaved, machine, timed
-from dpucb_benchmark import bare_work
 from dpbandit.agents import make_agent
+from dpbandit.agents.linucb import ucb_scores_stack
+from dpbandit.agents.ridge import sherman_morrison_stack
+from dpbandit.envs.vector import GLMBanditVectorEnv
 from dpbandit.experiment import simulate
 from dpbandit.experiment.batch import simulate_batch
 from dpbandit.experiment.config import AgentSpec, EnvSpec
+from dpbandit.optim import pofw
 
 
 GLM = "dpbandit/GLMBandit-v0"
@@ -46,16 +70,86 @@ def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeat
     cases = {"single": timed(lambda: simulate(env, agent, 0, checkpoints=100)),
              "batched": timed(lambda: simulate_batch(env_spec, agent_spec, seeds, checkpoints=100))}
     c = env.unwrapped.constants
-    if agent_type == "dp_ucb":  # the per-seed work no lockstep removes: dpucb_benchmark.py's bare line
-        cases["bare"] = bare_work(c.n_arms if c.structure == "disjoint" else 1, c.dim, horizon, n_arms=c.n_arms)
+    floor = per_seed_floor(agent_type, agent, c, n_seeds, horizon) if env_id == GLM else {}
+    if floor:
+        cases["env"] = env_lockstep(env_spec, n_seeds)
+        cases.update(floor)
     s = interleaved(cases, repeats)
     single, batched = horizon / s["single"], n_seeds * horizon / s["batched"]
     out = {"single_seed_rounds_per_second": round(single), "batched_seed_rounds_per_second": round(batched),
            "speedup": round(batched / single, 2)}
-    if "bare" in s:  # the speedup lockstep would reach if a seed-round cost the bare work alone, environment free
-        out["bare_us_per_round"] = round(1e6 * s["bare"] / horizon, 1)
-        out["speedup_bound"] = round(s["single"] / s["bare"], 2)
+    if floor:  # the speedup lockstep would reach if a seed-round cost only these lines (module docstring)
+        lines = {"env": s["env"] / n_seeds, **{name: s[name] for name in floor}}
+        out.update({f"{name}_us_per_seed_round": round(1e6 * v / horizon, 2) for name, v in lines.items()})
+        out["speedup_bound"] = round(s["single"] / sum(lines.values()), 2)
     return out
+
+
+def per_seed_floor(agent_type: str, agent, c, n_seeds: int, horizon: int) -> dict:
+    """The agent's lines of the per-seed floor (module docstring), as cases timing ``horizon`` rounds of one seed."""
+    if agent_type == "linucb":
+        return {"kernels": linucb_kernels(n_seeds, c.n_arms, c.dim, c.structure, horizon)}
+    if agent_type == "dp_ucb":
+        packed = (c.n_arms if c.structure == "disjoint" else 1) * (c.dim + 1) * (c.dim + 2) // 2
+        return {"draws": own_draws(horizon, lambda rng, buf: rng.standard_normal(out=buf), packed)}
+    if agent_type == "dp_hdb":
+        batch, d2 = pofw._REJECTION_BATCH, 2 * c.dim
+
+        def proposals(rng, buf):
+            rng.integers(0, d2, size=buf.size)
+            rng.random(out=buf)
+
+        return {"draws": own_draws(horizon - agent.warmup_rounds, proposals, c.n_arms * batch)}
+    return {}
+
+
+def own_draws(rounds: int, draw, size: int):
+    """A case timing ``rounds`` calls of ``draw(rng, buffer)`` with one generator and a float buffer of ``size``."""
+    def run() -> float:
+        rng, buf = np.random.default_rng(0), np.empty(size)
+        start = time.perf_counter()
+        for _ in range(rounds):
+            draw(rng, buf)
+        return time.perf_counter() - start
+
+    return run
+
+
+def env_lockstep(env_spec: EnvSpec, n_seeds: int):
+    """A case timing the GLM environment of ``n_seeds`` seeds in lockstep, arm 0 every round (reset included)."""
+    def run() -> float:
+        vec = GLMBanditVectorEnv(n_seeds, **env_spec.kwargs)
+        arms = np.zeros(n_seeds, dtype=np.intp)
+        start = time.perf_counter()
+        vec.reset(seed=0)
+        for _ in range(vec.horizon):
+            vec.step(arms)
+        return time.perf_counter() - start
+
+    return run
+
+
+def linucb_kernels(n_seeds: int, n_arms: int, dim: int, structure: str, horizon: int):
+    """A case timing LinUCB's compiled index and update over a stack of ``n_seeds`` seeds for ``horizon`` rounds,
+    divided by the seeds: one seed's share of the arithmetic the batched form runs (pre-drawn unit contexts)."""
+    M = n_arms if structure == "disjoint" else 1
+    X = np.random.default_rng(1).standard_normal((64, n_seeds, n_arms, dim))
+    X /= np.linalg.norm(X, axis=-1, keepdims=True)
+    rewards = np.zeros(n_seeds)
+
+    def run() -> float:
+        W = np.zeros((n_seeds, M, dim + 1, dim))
+        W[:, :, np.arange(dim), np.arange(dim)] = 1.0  # A^{-1} = I, theta = 0: a fresh ridge state
+        B, C = np.zeros((n_seeds, M, dim)), np.zeros((n_seeds, M))
+        out, best, ties = np.empty((n_seeds, n_arms)), np.empty(n_seeds, np.intp), np.empty(n_seeds, np.intp)
+        start = time.perf_counter()
+        for t in range(horizon):
+            obs = X[t % 64]
+            ucb_scores_stack(W, obs, 1.0, out, best, ties)
+            sherman_morrison_stack(W, B, C, obs, best, rewards)
+        return (time.perf_counter() - start) / n_seeds
+
+    return run
 
 
 def main() -> None:

@@ -106,7 +106,10 @@ class GLMBanditVectorEnv(VectorEnv):
             state = "before reset()" if self.t is None else f"after the episode ended at round T={self.horizon}"
             raise RuntimeError(f"step() called {state}: call reset() to start an episode")
         a = np.asarray(actions)
-        if a.shape != (self.num_envs,) or a.dtype.kind not in "iu" or a.min() < 0 or a.max() >= self.n_arms:
+        if a.dtype.kind in "iu" and a.dtype != np.intp:
+            a = a.astype(np.intp)  # an unsigned value beyond the intp range turns negative and is refused
+        # one reduction for both ends: a negative action seen as unsigned is beyond any number of arms
+        if a.shape != (self.num_envs,) or a.dtype != np.intp or a.view(np.uintp).max() >= self.n_arms:
             raise ValueError(f"actions must be {self.num_envs} integers in [0, {self.n_arms - 1}], got {actions!r}")
         i, rows = self.i, self.rows
         means = self.means[:, i]

@@ -130,11 +130,16 @@ class TreeNoiseStack:
         for s, t in enumerate(trees):
             t.suffix = self.suffix[s]
         self._draws = np.empty((len(trees), *t0._shape))
-        self._rows = list(self._draws)  # each tree's row of the draws
+        # each tree's draw into its row of the draws: its generator's standard_normal (Gaussian noise), else _draw
+        self._fills = [(t._rng.standard_normal if t._unit is not None else t._draw, row)
+                       for t, row in zip(trees, self._draws)]
 
     def add(self) -> np.ndarray:
         """Every tree's :meth:`TreeNoise.add`; returns the releases' noise (S, d), a view of the state."""
-        for t, row in zip(self.trees, self._rows):
-            i = t._step()
-            t._draw(row)
-        return _close_nodes(self.suffix, i, self._draws, self.trees[0]._scale)
+        first = self.trees[0]
+        i = first._step()  # the trees are at one step: the first raises beyond the horizon, before any draw
+        for t in self.trees:
+            t._t = first._t
+        for fill, row in self._fills:
+            fill(out=row)
+        return _close_nodes(self.suffix, i, self._draws, first._scale)

@@ -45,9 +45,12 @@ def test_int_seed_follows_gymnasiums_convention_and_bad_actions_are_refused():
         vec.step([0, 0])
     obs, _ = vec.reset(seed=10)
     assert np.array_equal(obs[1], GLMBanditEnv(**KW).reset(seed=11)[0])
-    for bad in ([0, 3], [0], [0.0, 1.0], [-1, 0]):
+    for bad in ([0, 3], [0], [0.0, 1.0], [-1, 0], [True, False], np.array([-1, 0], dtype=np.int8),
+                np.array([0, 2**64 - 1], dtype=np.uint64), np.array([0, 3], dtype=np.uint8)):
         with pytest.raises(ValueError, match=r"actions must be 2 integers in \[0, 2\]"):
             vec.step(bad)
+    _, rewards, *_ = vec.step(np.array([2, 1], dtype=np.uint8))  # any integer dtype in range is accepted
+    assert rewards.shape == (2,)
     with pytest.raises(ValueError, match="list of 2 seeds"):
         vec.reset(seed=[1, 2, 3])
     with pytest.raises(ValueError, match="num_envs"):

@@ -326,8 +326,11 @@ def test_tree_noise_stack_is_each_trees_own_add_bit_for_bit():
         expected = np.stack([tree.add().copy() for tree in alone])
         assert np.array_equal(stack.add(), expected)
         assert all(np.array_equal(a.suffix, b.suffix) and a.t == b.t for a, b in zip(alone, together))
+    states = [tree._rng.bit_generator.state for tree in together]
     with pytest.raises(ValueError, match="horizon is 37"):
         stack.add()
+    assert [tree.t for tree in together] == [37] * 3  # refused before any tree stepped or drew
+    assert [tree._rng.bit_generator.state for tree in together] == states
     one = trees()
     one[0].add()
     with pytest.raises(ValueError, match="same step"):

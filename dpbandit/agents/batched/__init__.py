@@ -99,6 +99,8 @@ def choose_rows(scores: np.ndarray, best: np.ndarray, ties: np.ndarray,
     of ``scores`` (S, K): ``best`` where it is the only largest score, else the single path's
     :func:`~dpbandit.agents.baselines.argmax_random_tie` with the row's own generator (ties at random, NaN refused)."""
     arms = best.copy()
-    for s in np.flatnonzero(ties != 1):
-        arms[s] = argmax_random_tie(scores[s], rngs[s])
+    counts = ties.tolist()
+    if counts.count(1) != len(counts):  # (a Python count: the common case, no tie, costs no numpy call)
+        for s in np.flatnonzero(ties != 1):
+            arms[s] = argmax_random_tie(scores[s], rngs[s])
     return arms
