@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["interleaved", "machine", "emit", "timed", "DoNothing", "env_loop_seconds"]
+__all__ = ["interleaved", "interleaved_times", "machine", "emit", "timed", "DoNothing", "env_loop_seconds"]
 
 
 def timed(fn: Callable[[], object]) -> Callable[[], float]:
@@ -37,11 +37,17 @@ def interleaved(cases: dict[str, Callable[[], float]], repeats: int) -> dict[str
 
     Each case is a callable doing its own set-up and returning the seconds of the part it times.
     """
+    return {name: statistics.median(values) for name, values in interleaved_times(cases, repeats).items()}
+
+
+def interleaved_times(cases: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
+    """The seconds of each case in each of ``repeats`` round-robin repetitions (repetition i of every case ran in
+    one pass, so ratios within a repetition share its load)."""
     times: dict[str, list[float]] = {name: [] for name in cases}
     for _ in range(repeats):
         for name, case in cases.items():
             times[name].append(case())
-    return {name: statistics.median(values) for name, values in times.items()}
+    return times
 
 
 def machine(load_at_start: tuple[float, float, float]) -> dict:

@@ -18,17 +18,23 @@ environment (and, for LinUCB, these kernels):
 * ``draws_us_per_seed_round``: a seed's own-generator draws per round with the calls the agent makes. DP-UCB: the
   closing tree node's standard normals, M (d+1)(d+2)/2 of them into a buffer. DP-HDB: one batch of
   rejection-sampling proposals for the K selections (``integers`` then ``random``; a selection takes at least one);
-* ``kernels_us_per_seed_round`` (LinUCB only): its compiled index and rank-one update, the same arithmetic in the
-  single and the batched path (:func:`~dpbandit.agents.linucb.ucb_scores_stack`,
-  :func:`~dpbandit.agents.ridge.sherman_morrison_stack` on a stack of S seeds, over S).
+* ``kernels_us_per_seed_round``: the agent's compiled round, the same arithmetic in the single and the batched path,
+  run over a stack of S seeds and divided by S. LinUCB: its index and rank-one update
+  (:func:`~dpbandit.agents.linucb.ucb_scores_stack`, :func:`~dpbandit.agents.ridge.sherman_morrison_stack`).
+  DP-UCB: the items, the sums, every model's factorisation and the index (``dp_ucb_kernels.load_items``,
+  ``publish_stack``, ``scores_stack``). DP-HDB: the action rule's index, the played learner's gradient, one
+  rejection round of the K selections and the vertex moves (``greedy_index``, ``add_gradient``, ``first_accepted``,
+  ``move_to_vertices``; the batched form's elementwise numpy steps around them, e.g. the release ``V / (t + 1)``,
+  are left out).
 
-DP-UCB's and DP-HDB's own arithmetic (factorisations, solves, products) is left out of their bound, so it is looser.
-Greedy and the preset environments print no bound.
+Greedy and the preset environments print no bound. Every case runs once untimed first. ``speedup_range`` is the
+smallest and largest speedup within one repetition (the cases of a repetition run back to back): the spread a busy or
+throttled machine gives.
 
 ``--agents`` / ``--env`` measure other agents (default parameters) or a preset environment (``--env
 dpbandit/HanFigure51-K2-v0``: the preset's K and d, ``--dims`` ignored), e.g. the frontier's episodic agents:
 
-    python benchmarks/batch_benchmark.py [--repeats 3] [--horizon 5000] [--seeds 16] [--dims 20,200]
+    python benchmarks/batch_benchmark.py [--repeats 5] [--horizon 5000] [--seeds 16] [--dims 20,200]
     python benchmarks/batch_benchmark.py --agents dp_ucb --dims 20 --structure shared
     python benchmarks/batch_benchmark.py --agents dp_hdb --dims 1000
     python benchmarks/batch_benchmark.py --horizon 100000 --agents fliphat,episodic_ridge --env ENV_ID
@@ -38,22 +44,25 @@ from __future__ import annotations
 
 import argparse
 import os
-
+import statistics
 import time
 
 import gymnasium
 import numpy as np
 
 import dpbandit.envs  # noqa: F401
-from _bench import emit, interleaved, machine, timed
+from _bench import emit, interleaved_times, machine, timed
+from dpbandit.agents import dp_ucb_kernels as kernels
 from dpbandit.agents import make_agent
+from dpbandit.agents.batched.dp_hdb import _add_gradients, _greedy_indices
+from dpbandit.agents.batched.dp_ucb import BatchedDPUCB
 from dpbandit.agents.linucb import ucb_scores_stack
 from dpbandit.agents.ridge import sherman_morrison_stack
 from dpbandit.envs.vector import GLMBanditVectorEnv
 from dpbandit.experiment import simulate
 from dpbandit.experiment.batch import simulate_batch
 from dpbandit.experiment.config import AgentSpec, EnvSpec
-from dpbandit.optim import pofw
+from dpbandit.optim import pofw, pofw_kernels
 
 
 GLM = "dpbandit/GLMBandit-v0"
@@ -70,14 +79,18 @@ def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeat
     cases = {"single": timed(lambda: simulate(env, agent, 0, checkpoints=100)),
              "batched": timed(lambda: simulate_batch(env_spec, agent_spec, seeds, checkpoints=100))}
     c = env.unwrapped.constants
-    floor = per_seed_floor(agent_type, agent, c, n_seeds, horizon) if env_id == GLM else {}
+    floor = per_seed_floor(agent_type, agent, env_spec, c, n_seeds, horizon) if env_id == GLM else {}
     if floor:
         cases["env"] = env_lockstep(env_spec, n_seeds)
         cases.update(floor)
-    s = interleaved(cases, repeats)
+    for case in cases.values():  # warm-up, not timed: the kernels' first calls, the environments' first makes
+        case()
+    times = interleaved_times(cases, repeats)
+    s = {name: statistics.median(v) for name, v in times.items()}
     single, batched = horizon / s["single"], n_seeds * horizon / s["batched"]
+    each = sorted(n_seeds * a / b for a, b in zip(times["single"], times["batched"]))  # within each repetition
     out = {"single_seed_rounds_per_second": round(single), "batched_seed_rounds_per_second": round(batched),
-           "speedup": round(batched / single, 2)}
+           "speedup": round(batched / single, 2), "speedup_range": [round(each[0], 2), round(each[-1], 2)]}
     if floor:  # the speedup lockstep would reach if a seed-round cost only these lines (module docstring)
         lines = {"env": s["env"] / n_seeds, **{name: s[name] for name in floor}}
         out.update({f"{name}_us_per_seed_round": round(1e6 * v / horizon, 2) for name, v in lines.items()})
@@ -85,13 +98,14 @@ def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeat
     return out
 
 
-def per_seed_floor(agent_type: str, agent, c, n_seeds: int, horizon: int) -> dict:
+def per_seed_floor(agent_type: str, agent, env_spec: EnvSpec, c, n_seeds: int, horizon: int) -> dict:
     """The agent's lines of the per-seed floor (module docstring), as cases timing ``horizon`` rounds of one seed."""
     if agent_type == "linucb":
         return {"kernels": linucb_kernels(n_seeds, c.n_arms, c.dim, c.structure, horizon)}
     if agent_type == "dp_ucb":
         packed = (c.n_arms if c.structure == "disjoint" else 1) * (c.dim + 1) * (c.dim + 2) // 2
-        return {"draws": own_draws(horizon, lambda rng, buf: rng.standard_normal(out=buf), packed)}
+        return {"draws": own_draws(horizon, lambda rng, buf: rng.standard_normal(out=buf), packed),
+                "kernels": dpucb_kernels(env_spec, n_seeds, horizon)}
     if agent_type == "dp_hdb":
         batch, d2 = pofw._REJECTION_BATCH, 2 * c.dim
 
@@ -99,8 +113,68 @@ def per_seed_floor(agent_type: str, agent, c, n_seeds: int, horizon: int) -> dic
             rng.integers(0, d2, size=buf.size)
             rng.random(out=buf)
 
-        return {"draws": own_draws(horizon - agent.warmup_rounds, proposals, c.n_arms * batch)}
+        return {"draws": own_draws(horizon - agent.warmup_rounds, proposals, c.n_arms * batch),
+                "kernels": dphdb_kernels(n_seeds, c.n_arms, c.dim, horizon)}
     return {}
+
+
+def dpucb_kernels(env_spec: EnvSpec, n_seeds: int, horizon: int):
+    """A case timing DP-UCB's compiled round over a stack of ``n_seeds`` fresh agents for ``horizon`` rounds, over the
+    seeds: the items (``load_items``), the exact sums, noisy V_t, every model's factorisation and u
+    (``publish_stack``) and the index (``scores_stack``), with one fixed node-noise draw (its draws are the other
+    line) and pre-drawn unit contexts; the same kernels the single and the batched path run."""
+    envs = [gymnasium.make(env_spec.id, **env_spec.kwargs) for _ in range(n_seeds)]
+    agents = [make_agent("dp_ucb", e) for e in envs]
+    for s, a in enumerate(agents):
+        a.reset(s)
+    form, (K, d) = BatchedDPUCB(agents), (agents[0].n_arms, agents[0].cal.dim)
+    X = np.random.default_rng(1).standard_normal((64, n_seeds, K, d))
+    X /= np.linalg.norm(X, axis=-1, keepdims=True)
+    arms, rewards = np.zeros(n_seeds, dtype=np.intp), np.zeros(n_seeds)
+    models = arms if form.cal.n_models > 1 else form.shared_models
+    noise = form.trees.add().copy()
+    clip, linf = form.cal.clip, form.cal.context_norm == "linf"
+
+    def run() -> float:
+        start = time.perf_counter()
+        for t in range(horizon):
+            obs = X[t % 64]
+            kernels.load_items(obs, arms, rewards, clip.low, clip.high, linf, form.v)
+            chol, u, _ = kernels.publish_stack(form.gram, form.v, models, noise, form.V, form.no_previous, form.failed)
+            kernels.scores_stack(chol, u, obs, 1.0, form.scores, form.best, form.ties)
+        return (time.perf_counter() - start) / n_seeds
+
+    return run
+
+
+def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int):
+    """A case timing DP-HDB's compiled per-round kernels over a stack of ``n_seeds`` seeds for ``horizon`` rounds,
+    over the seeds: the action rule's index (``greedy_index`` of every seed), the played learner's gradient
+    (``add_gradient``), one rejection round for the K selections (``first_accepted``, pre-drawn proposals that every
+    row accepts at its first, as a near-uniform row mostly does) and the vertex moves (``move_to_vertices``); pre-drawn
+    l_inf-unit contexts. The batched form's elementwise numpy steps around them are left out."""
+    S, K, d, B = n_seeds, n_arms, dim, pofw._REJECTION_BATCH
+    gen = np.random.default_rng(1)
+    X = gen.uniform(-1.0, 1.0, (16, S, K, d))
+    theta_forced, theta = gen.standard_normal((S, K, d)), gen.standard_normal((S, K, d))
+    scores, s_inf = 1e-3 * gen.standard_normal((S, K, 2 * d)), np.ones((S, K))
+    rows, k, u = np.arange(S * K), gen.integers(0, 2 * d, (S * K, B)), 0.6 * gen.random((S * K, B))
+    envelope, coef = np.full(S * K, 1e-3), np.full(S, 1e-3)
+    out, best, ties = np.empty((S, K)), np.empty(S, np.intp), np.empty(S, np.intp)
+    chosen, V = np.empty(S * K, dtype=np.int64), np.zeros((S * K, d))
+    last_j, last_value = np.zeros(S * K, dtype=np.int64), np.zeros(S * K)
+
+    def run() -> float:
+        start = time.perf_counter()
+        for t in range(horizon):
+            obs = X[t % 16]
+            _greedy_indices(obs, theta_forced, theta, 1.0, False, out, best, ties)
+            _add_gradients(scores, best, coef, obs[:, 0], s_inf)
+            pofw_kernels.first_accepted(scores.reshape(-1, 2 * d), rows, k, u, 1.0, envelope, chosen)
+            pofw_kernels.move_to_vertices(V, chosen, 1.0, last_j, last_value)
+        return (time.perf_counter() - start) / n_seeds
+
+    return run
 
 
 def own_draws(rounds: int, draw, size: int):
@@ -154,7 +228,7 @@ def linucb_kernels(n_seeds: int, n_arms: int, dim: int, structure: str, horizon:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--horizon", type=int, default=5000)
     parser.add_argument("--seeds", type=int, default=16)
     parser.add_argument("--dims", default="20,200")
@@ -171,7 +245,7 @@ def main() -> None:
                for name, (a, d) in cases.items()}
     workload = {"n_arms": 10, "structure": args.structure} if args.env == GLM else {"env": args.env}
     emit({"benchmark": "seed_batch", "workload": {**workload, "horizon": args.horizon, "seeds": args.seeds,
-                                                  "statistic": "median, interleaved"},
+                                                  "repeats": args.repeats, "statistic": "median, interleaved"},
           "results": results, "machine": machine(load)})
 
 
