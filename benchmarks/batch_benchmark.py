@@ -24,8 +24,8 @@ environment (and, for LinUCB, these kernels):
   DP-UCB: the items, the sums, every model's factorisation and the index (``dp_ucb_kernels.load_items``,
   ``publish_stack``, ``scores_stack``). DP-HDB: the action rule's index, the played learner's gradient, one
   rejection round of the K selections and the vertex moves (``greedy_index``, ``add_gradient``, ``first_accepted``,
-  ``move_to_vertices``, the index reading the release ``V / (t + 1)`` from the vertex sums; the batched form's
-  elementwise numpy steps around these kernels are left out).
+  ``move_to_vertices``; the batched form's elementwise numpy steps around them, e.g. the release ``V / (t + 1)``,
+  are left out).
 
 Greedy and the preset environments print no bound. Every case runs once untimed first. ``speedup_range`` is the
 smallest and largest speedup within one repetition (the cases of a repetition run back to back): the spread a busy or
@@ -156,7 +156,7 @@ def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int):
     S, K, d, B = n_seeds, n_arms, dim, pofw._REJECTION_BATCH
     gen = np.random.default_rng(1)
     X = gen.uniform(-1.0, 1.0, (16, S, K, d))
-    theta_forced, V_sums = gen.standard_normal((S, K, d)), gen.standard_normal((S, K, d))
+    theta_forced, theta = gen.standard_normal((S, K, d)), gen.standard_normal((S, K, d))
     scores, s_inf = 1e-3 * gen.standard_normal((S, K, 2 * d)), np.ones((S, K))
     rows, k, u = np.arange(S * K), gen.integers(0, 2 * d, (S * K, B)), 0.6 * gen.random((S * K, B))
     envelope, coef = np.full(S * K, 1e-3), np.full(S, 1e-3)
@@ -168,7 +168,7 @@ def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int):
         start = time.perf_counter()
         for t in range(horizon):
             obs = X[t % 16]
-            _greedy_indices(obs, theta_forced, V_sums, t + 1.0, 1.0, False, out, best, ties)
+            _greedy_indices(obs, theta_forced, theta, 1.0, False, out, best, ties)
             _add_gradients(scores, best, coef, obs[:, 0], s_inf)
             pofw_kernels.first_accepted(scores.reshape(-1, 2 * d), rows, k, u, 1.0, envelope, chosen)
             pofw_kernels.move_to_vertices(V, chosen, 1.0, last_j, last_value)

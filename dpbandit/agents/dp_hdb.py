@@ -105,30 +105,12 @@ def _dot(a, b):
 
 
 @kernel
-def _dot_over(a, v, c):
-    """``a . (v / c)`` as :func:`_dot` computes it for the array ``b = v / c`` (each ``v[j] / c`` an IEEE division, as
-    numpy's), bit for bit, without making that array."""
-    n = a.shape[0]
-    s0 = s1 = s2 = s3 = 0.0
-    m = n - n % 4
-    for j in range(0, m, 4):
-        s0 += a[j] * (v[j] / c)
-        s1 += a[j + 1] * (v[j + 1] / c)
-        s2 += a[j + 2] * (v[j + 2] / c)
-        s3 += a[j + 3] * (v[j + 3] / c)
-    for j in range(m, n):
-        s0 += a[j] * (v[j] / c)
-    return (s0 + s1) + (s2 + s3)
-
-
-@kernel
-def greedy_index(X, theta_forced, theta, h, logistic, out, divisor=0.0):
+def greedy_index(X, theta_forced, theta, h, logistic, out):
     """DP-HDB's action rule after the warm-up (``spec/han-frank-wolfe.md`` §6) for the (K, d) features X: the arms
     whose forced-sample mean ``mu(x_i . thetaF_i)`` is within h/2 of the best are the candidates, and ``out`` (K,)
     gets ``x_i . theta_i`` for them, -inf for the others; returns ``(best, ties)`` of ``out``
     (:func:`~dpbandit.agents.baselines.best_and_ties`). ``mu`` is the identity or the logistic function.
-    Compiled (numba): one pass over each row. With a ``divisor`` c > 0, ``theta`` holds the vertex sums V and the
-    estimators are ``V / c``, divided on the fly (the same bits as passing ``V / c``; the batched form's release)."""
+    Compiled (numba): one pass over each row."""
     K = X.shape[0]
     if theta_forced.shape != X.shape or theta.shape != X.shape or out.shape[0] != K:
         raise ValueError("greedy_index: X, theta_forced and theta must share one (K, d) shape, out must be (K,)")
@@ -140,10 +122,7 @@ def greedy_index(X, theta_forced, theta, h, logistic, out, divisor=0.0):
         if forced[i] > top or forced[i] != forced[i]:  # NaN propagates, as numpy's max does
             top = forced[i]
     for i in range(K):
-        if forced[i] < top - h / 2.0:
-            out[i] = -math.inf
-        else:
-            out[i] = _dot(X[i], theta[i]) if divisor == 0.0 else _dot_over(X[i], theta[i], divisor)
+        out[i] = _dot(X[i], theta[i]) if forced[i] >= top - h / 2.0 else -math.inf
     return best_and_ties(out)
 
 

@@ -402,20 +402,3 @@ def test_greedy_index_refuses_mismatched_shapes():
     X = np.zeros((3, 4))
     with pytest.raises(ValueError, match="share one"):
         greedy_index(X, np.zeros((3, 5)), X, 1.0, False, np.empty(3))
-
-
-@pytest.mark.parametrize("logistic", [False, True])
-def test_greedy_index_with_a_divisor_is_the_index_of_the_divided_sums_bit_for_bit(logistic):
-    """The batched form passes the vertex sums V and t + 1 (the release theta = V / (t + 1) divided in the kernel):
-    scores, best arm and ties are those of ``greedy_index`` on the divided array, bit for bit, for any d."""
-    from dpbandit.agents.dp_hdb import greedy_index
-
-    rng = np.random.default_rng(5)
-    for d in (1, 3, 4, 7, 1000):
-        for t in (1, 6, 999):
-            X, forced = rng.uniform(-1, 1, (4, d)), rng.standard_normal((4, d))
-            V = rng.integers(-t, t + 1, (4, d)) * 0.37  # vertex sums: multiples of the radius
-            expected, out = np.empty(4), np.empty(4)
-            assert greedy_index(X, forced, V, 10.0, logistic, out, t + 1.0) == \
-                greedy_index(X, forced, V / (t + 1.0), 10.0, logistic, expected)
-            assert np.array_equal(out.view(np.int64), expected.view(np.int64))
