@@ -22,10 +22,10 @@ environment (and, for LinUCB, these kernels):
   run over a stack of S seeds and divided by S. LinUCB: its index and rank-one update
   (:func:`~dpbandit.agents.linucb.ucb_scores_stack`, :func:`~dpbandit.agents.ridge.sherman_morrison_stack`).
   DP-UCB: the items, the sums, every model's factorisation and the index (``dp_ucb_kernels.load_items``,
-  ``publish_stack``, ``scores_stack``). DP-HDB: the action rule's index, the played learner's gradient, one
-  rejection round of the K selections and the vertex moves (``greedy_index``, ``add_gradient``, ``first_accepted``,
-  ``move_to_vertices``; the batched form's elementwise numpy steps around them, e.g. the release ``V / (t + 1)``,
-  are left out).
+  ``publish_stack``, ``scores_stack``). DP-HDB: the release ``V / (t + 1)``, the action rule's index, the played
+  learner's gradient, one rejection round of the K selections and the vertex moves (``greedy_index``,
+  ``add_gradient``, ``first_accepted``, ``move_to_vertices``; the batched form's elementwise numpy steps around
+  them are left out).
 
 Greedy and the preset environments print no bound. Every case runs once untimed first. ``speedup_range`` is the
 smallest and largest speedup within one repetition (the cases of a repetition run back to back): the spread a busy or
@@ -149,14 +149,15 @@ def dpucb_kernels(env_spec: EnvSpec, n_seeds: int, horizon: int):
 
 def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int):
     """A case timing DP-HDB's compiled per-round kernels over a stack of ``n_seeds`` seeds for ``horizon`` rounds,
-    over the seeds: the action rule's index (``greedy_index`` of every seed), the played learner's gradient
-    (``add_gradient``), one rejection round for the K selections (``first_accepted``, pre-drawn proposals that every
-    row accepts at its first, as a near-uniform row mostly does) and the vertex moves (``move_to_vertices``); pre-drawn
-    l_inf-unit contexts. The batched form's elementwise numpy steps around them are left out."""
+    over the seeds: the release ``V / (t + 1)`` and the action rule's index (``greedy_index`` of every seed, every
+    arm a candidate), the played learner's gradient (``add_gradient``), one rejection round for the K selections
+    (``first_accepted``, pre-drawn proposals that every row accepts at its first, as a near-uniform row mostly does)
+    and the vertex moves (``move_to_vertices``); pre-drawn l_inf-unit contexts, one per seed shown on every arm (the
+    disjoint layout, stride 0). The batched form's elementwise numpy steps around them are left out."""
     S, K, d, B = n_seeds, n_arms, dim, pofw._REJECTION_BATCH
     gen = np.random.default_rng(1)
-    X = gen.uniform(-1.0, 1.0, (16, S, K, d))
-    theta_forced, theta = gen.standard_normal((S, K, d)), gen.standard_normal((S, K, d))
+    X = np.broadcast_to(gen.uniform(-1.0, 1.0, (16, S, 1, d)), (16, S, K, d))
+    theta_forced, V_sums = gen.standard_normal((S, K, d)), gen.standard_normal((S, K, d))
     scores, s_inf = 1e-3 * gen.standard_normal((S, K, 2 * d)), np.ones((S, K))
     rows, k, u = np.arange(S * K), gen.integers(0, 2 * d, (S * K, B)), 0.6 * gen.random((S * K, B))
     envelope, coef = np.full(S * K, 1e-3), np.full(S, 1e-3)
@@ -168,7 +169,7 @@ def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int):
         start = time.perf_counter()
         for t in range(horizon):
             obs = X[t % 16]
-            _greedy_indices(obs, theta_forced, theta, 1.0, False, out, best, ties)
+            _greedy_indices(obs, theta_forced, V_sums / (t + 1.0), np.inf, False, out, best, ties)
             _add_gradients(scores, best, coef, obs[:, 0], s_inf)
             pofw_kernels.first_accepted(scores.reshape(-1, 2 * d), rows, k, u, 1.0, envelope, chosen)
             pofw_kernels.move_to_vertices(V, chosen, 1.0, last_j, last_value)
