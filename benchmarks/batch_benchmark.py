@@ -113,8 +113,8 @@ def per_seed_floor(agent_type: str, agent, env_spec: EnvSpec, c, n_seeds: int, h
             rng.integers(0, d2, size=buf.size)
             rng.random(out=buf)
 
-        return {"draws": own_draws(horizon - agent.warmup_rounds, proposals, c.n_arms * batch),
-                "kernels": dphdb_kernels(n_seeds, c.n_arms, c.dim, horizon)}
+        return {"draws": own_draws(horizon, proposals, c.n_arms * batch),
+                "kernels": dphdb_kernels(n_seeds, c.n_arms, c.dim, horizon, agent.warmup_rounds)}
     return {}
 
 
@@ -147,13 +147,14 @@ def dpucb_kernels(env_spec: EnvSpec, n_seeds: int, horizon: int):
     return run
 
 
-def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int):
+def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int, warmup_rounds: int):
     """A case timing DP-HDB's compiled per-round kernels over a stack of ``n_seeds`` seeds for ``horizon`` rounds,
-    over the seeds: the release ``V / (t + 1)`` and the action rule's index (``greedy_index`` of every seed, every
-    arm a candidate), the played learner's gradient (``add_gradient``), one rejection round for the K selections
-    (``first_accepted``, pre-drawn proposals that every row accepts at its first, as a near-uniform row mostly does)
-    and the vertex moves (``move_to_vertices``); pre-drawn l_inf-unit contexts, one per seed shown on every arm (the
-    disjoint layout, stride 0). The batched form's elementwise numpy steps around them are left out."""
+    over the seeds: after the ``warmup_rounds`` (round robin), the release ``V / (t + 1)`` and the action rule's index
+    (``greedy_index`` of every seed, every arm a candidate); every round, the played learner's gradient
+    (``add_gradient``), one rejection round for the K selections (``first_accepted``, pre-drawn proposals that every
+    row accepts at its first, as a near-uniform row mostly does) and the vertex moves (``move_to_vertices``);
+    pre-drawn l_inf-unit contexts, one per seed shown on every arm (the disjoint layout, stride 0). The batched
+    form's elementwise numpy steps around them are left out."""
     S, K, d, B = n_seeds, n_arms, dim, pofw._REJECTION_BATCH
     gen = np.random.default_rng(1)
     X = np.broadcast_to(gen.uniform(-1.0, 1.0, (16, S, 1, d)), (16, S, K, d))
@@ -161,7 +162,7 @@ def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int):
     scores, s_inf = 1e-3 * gen.standard_normal((S, K, 2 * d)), np.ones((S, K))
     rows, k, u = np.arange(S * K), gen.integers(0, 2 * d, (S * K, B)), 0.6 * gen.random((S * K, B))
     envelope, coef = np.full(S * K, 1e-3), np.full(S, 1e-3)
-    out, best, ties = np.empty((S, K)), np.empty(S, np.intp), np.empty(S, np.intp)
+    out, best, ties = np.empty((S, K)), np.zeros(S, np.intp), np.empty(S, np.intp)  # arm 0 in the warm-up
     chosen, V = np.empty(S * K, dtype=np.int64), np.zeros((S * K, d))
     last_j, last_value = np.zeros(S * K, dtype=np.int64), np.zeros(S * K)
 
@@ -169,7 +170,8 @@ def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int):
         start = time.perf_counter()
         for t in range(horizon):
             obs = X[t % 16]
-            _greedy_indices(obs, theta_forced, V_sums / (t + 1.0), np.inf, False, out, best, ties)
+            if t >= warmup_rounds:
+                _greedy_indices(obs, theta_forced, V_sums / (t + 1.0), np.inf, False, out, best, ties)
             _add_gradients(scores, best, coef, obs[:, 0], s_inf)
             pofw_kernels.first_accepted(scores.reshape(-1, 2 * d), rows, k, u, 1.0, envelope, chosen)
             pofw_kernels.move_to_vertices(V, chosen, 1.0, last_j, last_value)
