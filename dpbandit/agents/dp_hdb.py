@@ -75,7 +75,6 @@ __all__ = ["DPHDB", "HDBCurator", "HDBRelease", "greedy_index", "warmup_length",
 LINKS: tuple[str, ...] = ("identity", "logistic")
 
 
-
 @kernel
 def _linf_norm(x):
     """``max_j |x_j|`` in one pass (NaN propagates, as in numpy's max)."""

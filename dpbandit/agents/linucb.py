@@ -42,7 +42,7 @@ def ucb_scores(W, X, alpha, out):
         raise ValueError("ucb_scores: W must be (M, d+1, d) with M = 1 or K for X (K, d), out (K,)")
     u = np.empty(d)
     for a in range(K):
-        m = a if W.shape[0] > 1 else 0
+        m = a if M > 1 else 0
         rows_times(W[m], X[a], u)
         quad = 0.0
         mean = 0.0

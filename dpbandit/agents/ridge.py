@@ -22,6 +22,7 @@ Shapes (K arms, dimension d):
 from __future__ import annotations
 
 import numpy as np
+
 from dpbandit.compiled import kernel
 from dpbandit.validation import check_choice, check_int, check_real
 
@@ -87,7 +88,7 @@ def sherman_morrison_stack(W, B, C, obs, arms, rewards):
     for s in range(S):
         if arms[s] < 0 or arms[s] >= K:
             return False
-    for s in range(W.shape[0]):
+    for s in range(S):
         m = arms[s] if W.shape[1] > 1 else 0
         sherman_morrison(W[s, m], B[s, m], obs[s, arms[s]], rewards[s])
         C[s, m] += 1

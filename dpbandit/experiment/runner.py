@@ -2,8 +2,9 @@
 
 :func:`simulate` plays one episode of one agent and returns its recorded rounds. :func:`run_experiment` expands an
 :class:`~dpbandit.experiment.config.ExperimentConfig` into (environment, agent, seed) jobs, runs them with
-:func:`~dpbandit.experiment.execution.execute_jobs` (in this process, in joblib processes when ``n_jobs > 1``, or on a Dask cluster; the OCO runner
-uses it too), and writes a run directory (:func:`~dpbandit.experiment.results.prepare_run_dir`)::
+:func:`~dpbandit.experiment.execution.execute_jobs` (in this process, in joblib processes when ``n_jobs > 1``, or on
+a Dask cluster; the OCO runner uses it too), and writes a run directory
+(:func:`~dpbandit.experiment.results.prepare_run_dir`)::
 
     <out>/<name>/
         manifest.json      config and its hash, seeds, package versions, wall time per agent, privacy reports, status

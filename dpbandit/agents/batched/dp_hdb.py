@@ -31,12 +31,12 @@ to the curators, and ``act`` reads only what a release holds (``V/(t+1)`` and th
 and the users' own rows. Each seed's ``agent._release`` is materialised at the horizon (and by every single-path
 round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
 
-Measured (``benchmarks/batch_benchmark.py``, 16 seeds against one, interleaved in one run, load ~1 on 2 cores,
-after the single path's kernels): 1.95-2.17x the seed-rounds/s on ``dpbandit/HanFigure51-K2-v0`` (d = 50, K = 2,
-T = 2 10^4) and 1.3-1.6x on the GLM bandit with K = 10, d = 1000 (T = 10^4). Before the kernels, which made the
-single seed 1.3-1.4x faster, these were 3.7x and 2.0x. What stays per seed is the environment's contexts (about
-23 us per seed and round at d = 1000) and the selection's draws (about 8 us, mostly ``integers``), so lockstep pays
-at both sizes and the form never declines.
+Measured (16 seeds against one, interleaved in one run; ``python benchmarks/batch_benchmark.py --agents dp_hdb
+--dims 1000`` and ``--agents dp_hdb --env dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM
+bandit with K = 10, d = 1000, against a printed bound of 1.7-2.05, and 1.8-2.2x on ``HanFigure51-K2`` (d = 50,
+K = 2). What stays per seed is the environment's contexts (21-30 us per seed and round at d = 1000), the
+selection's draws (5-8 us, mostly ``integers``) and the compiled kernels, so lockstep pays at both sizes and the
+form never declines.
 """
 
 from __future__ import annotations
@@ -193,8 +193,9 @@ class BatchedDPHDB:
         else:
             a = cal.radius / ((t + 1.0) * cal.scale(t))
             k = self._select_laplace(a) if cal.form == "laplace" else self._select_exponential(a)
+        # the single path's kernel, on the rows s K + k of the stack
         pofw_kernels.move_to_vertices(self.V.reshape(-1, self.d), k.reshape(-1), cal.radius,
-                                      self.last_j.reshape(-1), self.last_value.reshape(-1))  # the single path's kernel, on the rows s K + k
+                                      self.last_j.reshape(-1), self.last_value.reshape(-1))
 
     def _inverse_cdf(self, weights: np.ndarray, seeds: np.ndarray) -> np.ndarray:
         """:meth:`DPPOFWBatch._inverse_cdf` of rows of several seeds: ``weights`` (R, 2d), ``seeds`` (R,) sorted;
