@@ -86,11 +86,8 @@ def argmax_random_tie_rows(scores: np.ndarray, rngs: Sequence[np.random.Generato
     """:func:`~dpbandit.agents.baselines.argmax_random_tie` row by row: (S, K) -> (S,) intp; the generator of a row
     is consumed only when that row has a tie (as in the single-seed call)."""
     best = scores.argmax(axis=1)
-    ties = (scores == scores[np.arange(len(best)), best][:, None]).sum(axis=1) != 1
-    if ties.any():
-        for s in np.flatnonzero(ties):
-            best[s] = argmax_random_tie(scores[s], rngs[s])
-    return best
+    ties = (scores == scores[np.arange(len(best)), best][:, None]).sum(axis=1)  # 0 for a row with a NaN
+    return choose_rows(scores, best, ties, rngs)
 
 
 def choose_rows(scores: np.ndarray, best: np.ndarray, ties: np.ndarray,
