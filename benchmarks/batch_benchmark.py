@@ -240,6 +240,9 @@ def main() -> None:
     parser.add_argument("--structure", default="disjoint", choices=["disjoint", "shared"],
                         help="the GLM bandit's structure (ignored with a preset --env)")
     args = parser.parse_args()
+    for name in ("repeats", "horizon", "seeds"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     load = os.getloadavg()
     agents = args.agents.split(",")
     cases = ({f"{a}, d={d}": (a, int(d)) for d in args.dims.split(",") for a in agents} if args.env == GLM
