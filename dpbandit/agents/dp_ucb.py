@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -179,10 +180,15 @@ class DPUCBCalibration:
 
     def beta(self, t: int) -> float:
         """Confidence width beta_t after t public rounds (§7.4, square-root form)."""
-        d = self.dim
-        inner = 2.0 * math.log(2.0 / self.alpha) + d * math.log(
-            self.rho_max / self.rho_min + t * self.L**2 / (d * self.rho_min))
-        return self.sigma * math.sqrt(inner) + self.S * math.sqrt(self.rho_max) + self.gamma
+        log_alpha, ratio, L2, d_rho, offset = self._beta_terms
+        inner = log_alpha + self.dim * math.log(ratio + t * L2 / d_rho)
+        return self.sigma * math.sqrt(inner) + offset + self.gamma
+
+    @cached_property
+    def _beta_terms(self) -> tuple[float, ...]:
+        """beta_t's terms that do not depend on t (computed once; beta runs every round)."""
+        return (2.0 * math.log(2.0 / self.alpha), self.rho_max / self.rho_min, self.L**2, self.dim * self.rho_min,
+                self.S * math.sqrt(self.rho_max))
 
     @property
     def sensitivity_assumption(self) -> str:
@@ -242,24 +248,28 @@ class DPUCBCurator(Curator):
         (:func:`~dpbandit.agents.dp_ucb_kernels.publish`, which factors every model when the noise is on, else only
         ``model``, keeping the others' ``previous`` factors); a V_t that the noise made indefinite is lifted
         (:func:`~dpbandit.agents.dp_ucb_release.factor`)."""
-        cal = self.cal
-        chol, u, failures = kernels.publish(self._gram, self._v, model, noise, self._V, previous, self._failed)
-        if failures:
+        cal, (M, d) = self.cal, self._V.shape[:2]
+        chol, u = np.zeros((M, d, d)), np.empty((M, d))
+        if kernels.publish(self._gram, self._v, model, noise, self._V, u, chol, previous, self._failed):
             lift(chol, self._V, self._failed, cal.rho_min)
-        return DPUCBRelease(self._t, frozen(chol), frozen(u), cal.beta(self._t), cal.n_models == 1)
+        return DPUCBRelease(self._t, frozen(chol), frozen(u), cal.beta(self._t), M == 1)
 
     def stage(self, observation: np.ndarray, arm: int, reward: float) -> int:
         """Check one user's data, count the user and set ``v = [x; clipped y]``; returns the model that gets the
         real item (the disjoint form's other models get zero items: one clock, fresh node noise for all)."""
-        cal, d = self.cal, self.cal.dim
+        cal, K = self.cal, self.n_arms
         obs = np.asarray(observation, dtype=float)
-        if obs.shape != (self.n_arms, d):
-            raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, d)}, got {obs.shape}")
-        arm = check_arm(arm, self.n_arms)
-        reward = check_real("reward", reward)
-        norm = kernels.load_item(obs, arm, cal.clip.clip(reward), cal.context_norm == "linf", self._v)
+        if obs.shape != (K, cal.dim):
+            raise ValueError(f"observation must have shape (K, d) = {(K, cal.dim)}, got {obs.shape}")
+        low, high, linf = cal.clip.low, cal.clip.high, cal.context_norm == "linf"
+        # a Python int arm in range and a float reward go straight to the kernel; anything else is checked first
+        fast = type(arm) is int and 0 <= arm < K and type(reward) is float
+        norm = kernels.load_item(obs, arm, reward, low, high, linf, self._v) if fast else math.nan
         if not norm <= cal.context_bound * (1.0 + CONTEXT_RTOL):  # (NaN fails)
-            check_context_bound(obs[arm], cal.context_norm, cal.context_bound)  # raises, with the message
+            arm, reward = check_arm(arm, K), check_real("reward", reward)
+            norm = kernels.load_item(obs, arm, reward, low, high, linf, self._v)
+            if not norm <= cal.context_bound * (1.0 + CONTEXT_RTOL):
+                check_context_bound(obs[arm], cal.context_norm, cal.context_bound)  # raises, with the message
         if self._t >= cal.horizon:
             raise ValueError(f"DP-UCB is calibrated for horizon T = {cal.horizon} (the environment's); cannot serve "
                              f"user {self._t + 1}")

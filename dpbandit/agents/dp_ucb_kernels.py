@@ -65,11 +65,14 @@ def _solve(C, B):
 
 
 @kernel
-def load_item(obs, arm, y, linf, v):
-    """Write the item ``v = [x; y]`` ((d+1,)) of the played arm's features ``x = obs[arm]`` ((K, d)) and the
-    clipped reward y; returns ``||x||_inf`` (``linf``) or ``||x||_2`` (NaN if x holds one), for the context-bound
-    check."""
-    d = obs.shape[1]
+def load_item(obs, arm, reward, low, high, linf, v):
+    """Write the item ``v = [x; y]`` ((d+1,)) of the played arm's features ``x = obs[arm]`` ((K, d)) and the reward
+    clipped to [low, high] as ``RewardClip.clip`` does (``min(max(reward, low), high)``); returns ``||x||_inf``
+    (``linf``) or ``||x||_2`` for the context-bound check, NaN if x holds one, and inf, writing nothing, if the arm
+    is outside [0, K) or the reward is not finite (the caller's checks then give the error)."""
+    K, d = obs.shape
+    if arm < 0 or arm >= K or not math.isfinite(reward):
+        return math.inf
     norm = 0.0
     for i in range(d):
         x = obs[arm, i]
@@ -79,51 +82,40 @@ def load_item(obs, arm, y, linf, v):
                 norm = abs(x)
         else:
             norm += x * x
-    v[d] = y
+    y = low if low > reward else reward
+    v[d] = high if high < y else y
     return norm if linf else math.sqrt(norm)
 
 
 @kernel
 def load_items(obs, arms, rewards, low, high, linf, v):
-    """:func:`load_item` for each seed of a stack: ``v[s] = [obs[s, arms[s]]; y_s]`` ((S, d+1)) with ``y_s`` the
-    reward clipped to [low, high] as ``RewardClip.clip`` does (``min(max(y, low), high)``); ``obs`` (S, K, d),
-    ``arms`` (S,), ``rewards`` (S,). Returns the largest context norm, NaN if a played row holds a NaN and inf if an
-    arm is out of range or a reward is not finite (the caller then passes the round to the single path)."""
-    S, K = v.shape[0], obs.shape[1]
+    """:func:`load_item` for each seed of a stack: ``v[s] = [obs[s, arms[s]]; clipped rewards[s]]`` ((S, d+1));
+    ``obs`` (S, K, d), ``arms`` (S,), ``rewards`` (S,). Returns the largest context norm, NaN if a played row holds
+    a NaN and inf if an arm is out of range or a reward is not finite (the caller then passes the round to the
+    single path)."""
+    S = v.shape[0]
     if obs.shape[0] != S or arms.shape[0] != S or rewards.shape[0] != S or v.shape[1] != obs.shape[2] + 1:
         raise ValueError("load_items: obs (S, K, d), arms and rewards (S,), v (S, d+1)")
     worst = 0.0
     for s in range(S):
-        a, y = arms[s], rewards[s]
-        if a < 0 or a >= K or not math.isfinite(y):
-            return math.inf
-        y = low if low > y else y
-        y = high if high < y else y
-        norm = load_item(obs[s], a, y, linf, v[s])
-        if norm != norm:
-            return norm
-        worst = max(worst, norm)
+        norm = load_item(obs[s], arms[s], rewards[s], low, high, linf, v[s])
+        if not norm <= worst:  # a larger norm, inf or NaN
+            if norm != norm or norm == math.inf:
+                return norm
+            worst = norm
     return worst
 
 
 @kernel
-def publish(gram, v, model, noise, V, previous, failed):
+def publish(gram, v, model, noise, V, u, chol, previous, failed):
     """One round of the curator: add the item ``v v^T`` ((n,)) to ``gram[model]``'s lower triangle; write the
     lower triangles of ``V = G + H~`` (M, d, d) and the release's ``u`` (M, d) from ``gram + phi^{-1}(noise)`` (the
     diagonal noise is ``sqrt(2)`` times its packed entry, :mod:`dpbandit.privacy.packed`); and factor V into the
-    release's ``chol`` (M, d, d), zero above the diagonals. Returns ``(chol, u, failures)``, fresh arrays and the
-    number of models whose V_t is not positive definite (flagged in ``failed``, :func:`_publish`)."""
-    M, d = V.shape[0], V.shape[1]
-    chol, u = np.zeros((M, d, d)), np.empty((M, d))
-    return chol, u, _publish(gram, v, model, noise, V, u, chol, previous, failed)
-
-
-@kernel
-def _publish(gram, v, model, noise, V, u, chol, previous, failed):
-    """:func:`publish` into the given ``u`` and ``chol``. With the noise on every
-    model changed (fresh node noise for all) and is factored; with it off only ``model`` is, the others' factors
-    are copied from ``previous`` (M, d, d), and all are factored if ``previous`` is empty (0, d, d). ``failed``
-    (M,) gets 1 where V_t is not positive definite (the caller lifts it,
+    release's ``chol`` (M, d, d), which must be zero above the diagonals on entry (the caller allocates the
+    release's arrays: boxing fresh arrays out of a kernel costs more than the work at d = 20). With the noise on
+    every model changed (fresh node noise for all) and is factored; with it off only ``model`` is, the others'
+    factors are copied from ``previous`` (M, d, d), and all are factored if ``previous`` is empty (0, d, d).
+    ``failed`` (M,) gets 1 where V_t is not positive definite (the caller lifts it,
     :func:`~dpbandit.agents.dp_ucb_release.factor`), else 0; returns the number of such models. The bottom-right
     entry of ``gram``, a sum of y^2, is never read."""
     n = v.shape[0]
@@ -162,16 +154,14 @@ def _publish(gram, v, model, noise, V, u, chol, previous, failed):
 
 
 @kernel
-def publish_stack(gram, v, models, noise, V, previous, failed):
+def publish_stack(gram, v, models, noise, V, u, chol, previous, failed):
     """:func:`publish` for each seed of a stack: ``gram`` (S, M, n, n), ``v`` (S, n), ``models`` (S,), ``noise``
-    (S, M P) or (S, 0), ``V`` (S, M, d, d), ``previous`` (S, M, d, d) or (S, 0, d, d), ``failed`` (S, M); returns
-    ``(chol, u, failures)`` with chol (S, M, d, d) and u (S, M, d)."""
-    S, M, d = V.shape[0], V.shape[1], V.shape[2]
-    chol, u = np.zeros((S, M, d, d)), np.empty((S, M, d))
+    (S, M P) or (S, 0), ``V`` (S, M, d, d), ``u`` (S, M, d), ``chol`` (S, M, d, d), zero above the diagonals,
+    ``previous`` (S, M, d, d) or (S, 0, d, d), ``failed`` (S, M); returns the number of failures."""
     failures = 0
-    for s in range(S):
-        failures += _publish(gram[s], v[s], models[s], noise[s], V[s], u[s], chol[s], previous[s], failed[s])
-    return chol, u, failures
+    for s in range(V.shape[0]):
+        failures += publish(gram[s], v[s], models[s], noise[s], V[s], u[s], chol[s], previous[s], failed[s])
+    return failures
 
 
 @kernel

@@ -73,7 +73,8 @@ class TreeNoise:
         """Step t -> t + 1: the node closing now gets its noise draw; returns the release's noise (a view of the
         state, valid until the next step). ``ValueError`` beyond the horizon."""
         i = self._step()
-        return _close_node(self.suffix, i, self._draw(), self._scale)
+        _close_node(self.suffix, i, self._draw(), self._scale)
+        return self.suffix[0]
 
     def _draw(self, out: np.ndarray | None = None) -> np.ndarray:
         """The closing node's draw before its scale (into ``out`` if given): standard normals for Gaussian noise
@@ -94,23 +95,21 @@ class TreeNoise:
 
 
 @kernel
-def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray, scale: float) -> np.ndarray:
+def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray, scale: float) -> None:
     """Close the level-i node with noise ``scale * draw`` ((d,)) in the path suffix sums (L + 1, d): its suffix is
-    the one above plus the noise, and the levels below copy it; returns the release's noise ``suffix[0]`` (a
-    view)."""
+    the one above plus the noise, and the levels below copy it, so ``suffix[0]`` is the release's noise. (No array
+    is returned: boxing a view costs more than the loop at DP-UCB's sizes.)"""
     for k in range(suffix.shape[1]):
         suffix[i, k] = suffix[i + 1, k] + scale * draw[k]
     for h in range(i):
         suffix[h] = suffix[i]
-    return suffix[0]
 
 
 @kernel
-def _close_nodes(suffix: np.ndarray, i: int, draws: np.ndarray, scale: float) -> np.ndarray:
-    """:func:`_close_node` for each tree of a stack: suffix sums (S, L + 1, d), draws (S, d); returns (S, d)."""
+def _close_nodes(suffix: np.ndarray, i: int, draws: np.ndarray, scale: float) -> None:
+    """:func:`_close_node` for each tree of a stack: suffix sums (S, L + 1, d), draws (S, d)."""
     for s in range(suffix.shape[0]):
         _close_node(suffix[s], i, draws[s], scale)
-    return suffix[:, 0]
 
 
 class TreeNoiseStack:
@@ -142,4 +141,5 @@ class TreeNoiseStack:
             t._t = first._t
         for fill, row in self._fills:
             fill(out=row)
-        return _close_nodes(self.suffix, i, self._draws, first._scale)
+        _close_nodes(self.suffix, i, self._draws, first._scale)
+        return self.suffix[:, 0]

@@ -377,6 +377,30 @@ def test_bad_update_arguments():
         make_agent("dp_ucb", gymnasium.make("dpbandit/SharedLinear-v0"), sigma_n=1.0)
 
 
+def test_updates_take_numpy_and_integer_arms_and_rewards_as_python_ones():
+    """The curator passes a Python int arm in range and a float reward straight to its kernel and checks anything
+    else first: numpy integers, integer and numpy rewards give the same releases; a refused update counts no user."""
+    rng = np.random.default_rng(3)
+    data = [(unit_rows(rng, 3, 4), int(rng.integers(3)), float(rng.integers(-1, 2))) for _ in range(20)]
+    releases = []
+    for cast_arm, cast_reward in ((int, float), (np.int64, int), (np.uint8, np.float64), (int, np.float32)):
+        agent = DPUCB(constants(), epsilon=1.0)
+        agent.reset(5)
+        for obs, arm, reward in data:
+            agent.update(obs, cast_arm(arm), cast_reward(reward), {})
+        releases.append(agent._release)
+    for r in releases[1:]:
+        assert r.beta == releases[0].beta
+        np.testing.assert_array_equal(r.cholesky, releases[0].cholesky)
+        np.testing.assert_array_equal(r.response, releases[0].response)
+    agent = DPUCB(constants(), epsilon=1.0)
+    for arm, reward, error in ((np.int64(3), 0.0, ValueError), (True, 0.0, TypeError), (-1, 0.0, ValueError),
+                               (0, math.inf, ValueError), (0, "1", TypeError), (2**70, 0.0, ValueError)):
+        with pytest.raises(error):
+            agent.update(data[0][0], arm, reward, {})
+    assert agent.curator.t == 0
+
+
 def test_load_items_refuses_shapes_it_would_read_out_of_bounds():
     from dpbandit.agents.dp_ucb_kernels import load_items
 

@@ -119,8 +119,8 @@ class BatchedDPUCB:
             noise, previous = self.trees.add(), self.no_previous
         else:
             noise, previous = self.no_noise, self.chol
-        chol, u, failures = kernels.publish_stack(self.gram, self.v, models, noise, self.V, previous, self.failed)
-        if failures:
+        chol, u = np.zeros(self.V.shape), np.empty(self.V.shape[:3])
+        if kernels.publish_stack(self.gram, self.v, models, noise, self.V, u, chol, previous, self.failed):
             for s in np.flatnonzero(self.failed.any(axis=1)):  # the single path's lift, seed by seed
                 lift(chol[s], self.V[s], self.failed[s], cal.rho_min)
         self.chol, self.response = frozen(chol), frozen(u)
