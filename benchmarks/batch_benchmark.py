@@ -27,7 +27,9 @@ environment (and, for LinUCB, these kernels):
   ``add_gradient``, ``first_accepted``, ``move_to_vertices``; the batched form's elementwise numpy steps around
   them are left out).
 
-Greedy and the preset environments print no bound. Every case runs once untimed first. ``speedup_range`` is the
+Where the issue sets a target (``TARGETS``), ``target`` and ``bound_reaches_target`` (``speedup_bound >= target``)
+say whether any bit-identical lockstep could reach it in this run. Greedy and the preset environments print no
+bound. Every case runs once untimed first. ``speedup_range`` is the
 smallest and largest speedup within one repetition (the cases of a repetition run back to back): the spread a busy or
 throttled machine gives.
 
@@ -66,6 +68,8 @@ from dpbandit.optim import pofw, pofw_kernels
 
 
 GLM = "dpbandit/GLMBandit-v0"
+#: Issue 15's speedup targets with 16 seeds (LinUCB's at d = 20).
+TARGETS = {"linucb": 3.0, "dp_ucb": 2.0, "dp_hdb": 2.0}
 
 
 def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeats: int, env_id: str = GLM,
@@ -95,6 +99,9 @@ def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeat
         lines = {"env": s["env"] / n_seeds, **{name: s[name] for name in floor}}
         out.update({f"{name}_us_per_seed_round": round(1e6 * v / horizon, 2) for name, v in lines.items()})
         out["speedup_bound"] = round(s["single"] / sum(lines.values()), 2)
+        if agent_type in TARGETS:  # whether any bit-identical lockstep could meet the issue's target in this run
+            out["target"] = TARGETS[agent_type]
+            out["bound_reaches_target"] = out["speedup_bound"] >= TARGETS[agent_type]
     return out
 
 

@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 
 import dpbandit.envs  # noqa: F401
 from dpbandit.agents import make_agent
@@ -23,7 +22,7 @@ from dpbandit.envs.glm import GLMBanditEnv
 from dpbandit.envs.vector import GLMBanditVectorEnv
 from dpbandit.experiment.config import AgentSpec, EnvSpec, make_env
 from dpbandit.experiment.results import checkpoint_rounds
-from dpbandit.experiment.runner import simulate
+from dpbandit.experiment.runner import one_blas_thread, simulate
 from dpbandit.validation import check_int
 
 __all__ = ["simulate_batch", "simulate_batch_agents"]
@@ -57,7 +56,7 @@ def simulate_batch_agents(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Seque
         if not has_batched_form(type(agents[0])):
             names = ", ".join(sorted(cls.name for cls in BATCHED_FORMS))
             raise ValueError(f"agent {agent_spec.type!r} has no batched form (batched agents: {names}); use simulate")
-        with threadpool_limits(limits=1, user_api="blas"):  # as simulate
+        with one_blas_thread():  # as simulate
             for agent, seed in zip(agents, seeds):
                 agent.reset(seed)
             policy = batched_form(agents)

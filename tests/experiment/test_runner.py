@@ -269,3 +269,36 @@ def test_a_killed_batched_run_keeps_finished_units_and_resumes_to_the_same_table
     resumed = run_experiment(config, out=tmp_path, progress=False)
     assert resumed.resumed_jobs == 16
     pd.testing.assert_frame_equal(resumed.results, reference, check_exact=True)
+
+
+def test_simulate_limits_blas_to_one_thread_and_rescans_libraries_only_after_imports(monkeypatch):
+    import sys
+    import types
+
+    from threadpoolctl import ThreadpoolController, threadpool_info
+
+    from dpbandit.agents.baselines import UniformRandom
+    from dpbandit.experiment import runner
+
+    seen = []
+
+    class Probe(UniformRandom):
+        def act(self, observation):
+            seen.append({lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"})
+            return super().act(observation)
+
+    scans = []
+    monkeypatch.setattr(runner, "ThreadpoolController", lambda: scans.append(1) or ThreadpoolController())
+    monkeypatch.setattr(runner, "_BLAS_CONTROLLER", None)
+    env = gymnasium.make("dpbandit/SparseLinear-v0", horizon=3)
+    before = {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+    for seed in range(4):
+        simulate(env, Probe(env.unwrapped.constants), seed)
+    assert seen and all(set(threads.values()) == {1} for threads in seen)
+    assert {lib["filepath"]: lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"} == before
+    assert 1 <= len(scans) <= 2  # the first run (and once more if it imported modules), then the scan is reused
+    scans.clear()
+    monkeypatch.setitem(sys.modules, "dpbandit_test_new_module", types.ModuleType("dpbandit_test_new_module"))
+    simulate(env, Probe(env.unwrapped.constants), 2)
+    simulate(env, Probe(env.unwrapped.constants), 3)
+    assert len(scans) == 1  # a module was imported since: scanned again, once
