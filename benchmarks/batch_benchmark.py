@@ -147,7 +147,8 @@ def dpucb_kernels(env_spec: EnvSpec, n_seeds: int, horizon: int):
         for t in range(horizon):
             obs = X[t % 64]
             kernels.load_items(obs, arms, rewards, clip.low, clip.high, linf, form.v)
-            chol, u, _ = kernels.publish_stack(form.gram, form.v, models, noise, form.V, form.no_previous, form.failed)
+            chol, u = np.zeros(form.V.shape), np.empty(form.V.shape[:3])
+            kernels.publish_stack(form.gram, form.v, models, noise, form.V, u, chol, form.no_previous, form.failed)
             kernels.scores_stack(chol, u, obs, 1.0, form.scores, form.best, form.ties)
         return (time.perf_counter() - start) / n_seeds
 

@@ -93,9 +93,9 @@ _BLAS_CONTROLLER: tuple[int, ThreadpoolController] | None = None  # (len(sys.mod
 
 def one_blas_thread():
     """A context manager limiting BLAS to one thread (threadpoolctl's ``limit``), for :func:`simulate` and the
-    batched runs. ``threadpool_limits`` scans the process's loaded libraries on every call (about 2 ms with dpbandit
-    imported, the time of some 250 LinUCB rounds at d = 20); the scan is kept here and redone only when modules have
-    been imported since, as a new module may have loaded another BLAS."""
+    batched runs. ``threadpool_limits`` scans the process's loaded libraries on every call (milliseconds with dpbandit
+    imported: CHANGELOG); the scan is kept here and redone only when modules have been imported since, as a new
+    module may have loaded another BLAS."""
     global _BLAS_CONTROLLER
     if _BLAS_CONTROLLER is None or _BLAS_CONTROLLER[0] != len(sys.modules):
         _BLAS_CONTROLLER = (len(sys.modules), ThreadpoolController())
