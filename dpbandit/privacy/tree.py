@@ -25,8 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbandit.privacy.noise import (GammaNormNoise, GeneralizedGaussianNoise, Noise,
-                                    SymmetricGaussianNoise)
+from dpbandit.privacy.noise import GammaNormNoise, GeneralizedGaussianNoise, Noise, SymmetricGaussianNoise
 from dpbandit.validation import check_generator, check_int
 
 __all__ = ["TreeAccounting", "TreeAggregator", "tree_depth", "popcount", "check_item_shape", "check_noise"]

@@ -89,6 +89,8 @@ class BatchedDPHDB:
         self.h, self.logistic, self.warmup = a0.h, c.link == "logistic", a0.warmup_rounds
         self.t = e0.t
         self._stack_forced()
+        # the action rule's work arrays, refilled every round
+        self.indices, self.best, self.ties = np.empty((S, K)), np.empty(S, dtype=np.intp), np.empty(S, dtype=np.intp)
 
     @classmethod
     def build(cls, agents) -> "BatchedDPHDB | None":
@@ -119,10 +121,8 @@ class BatchedDPHDB:
         X = np.asarray(obs, dtype=float)
         if X.shape != theta.shape:  # the single path's error
             return np.array([DPHDB.action_rule(a.curator.release(), x, a.rng) for a, x in zip(self.agents, X)])
-        S = self.S
-        scores, best, ties = np.empty((S, self.K)), np.empty(S, dtype=np.intp), np.empty(S, dtype=np.intp)
-        _greedy_indices(X, self.theta_forced, theta, self.h, self.logistic, scores, best, ties)
-        return choose_rows(scores, best, ties, self.rngs)
+        _greedy_indices(X, self.theta_forced, theta, self.h, self.logistic, self.indices, self.best, self.ties)
+        return choose_rows(self.indices, self.best, self.ties, self.rngs)
 
     # ------------------------------------------------------------------ curator
     def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
@@ -255,6 +255,7 @@ class BatchedDPHDB:
         pending = pofw_kernels.first_accepted(self.scores.reshape(-1, d2), ss * self.K + kk, k, u, a,
                                               envelope.reshape(-1), flat)
         return np.divmod(pending, self.K)
+
 
 @kernel
 def _greedy_indices(X, theta_forced, theta, h, logistic, out, best, ties):
