@@ -28,7 +28,6 @@ Python: ``run_frontier(FrontierConfig(agents=("dp_ucb",), horizons=(10_000,)))``
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -52,6 +51,7 @@ from dpbandit.experiment.frontier_report import (
     frontier_table,
     plot_frontier,
 )
+from dpbandit.files import read_manifest
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
 from dpbandit.experiment.rundir import LOCK_FILE
 from dpbandit.experiment.runner import run_experiment
@@ -239,10 +239,9 @@ def _check_outer(run_dir: Path, name: str) -> None:
     if not others:
         return
     try:
-        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-        ours = isinstance(manifest, dict) and manifest.get("config", {}).get("name") == name and "frontier" in \
-            manifest.get("files", {})
-    except (OSError, ValueError, AttributeError):
+        manifest = read_manifest(run_dir)
+        ours = manifest.get("config", {}).get("name") == name and "frontier" in manifest.get("files", {})
+    except (OSError, ValueError):
         ours = False
     if not ours:
         raise ValueError(f"run directory {str(run_dir)!r} exists but is not a dpbandit frontier named {name!r}; it "

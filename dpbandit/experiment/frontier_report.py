@@ -137,11 +137,12 @@ def beating_lines(beats: pd.DataFrame, results: pd.DataFrame, reference: str = "
     return lines
 
 
-def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None = None) -> Path:
-    """Write :func:`frontier_figure` to ``path``; returns the path."""
-    from dpbandit.experiment.plots import save_figure
+def plot_frontier(frontier: pd.DataFrame, path: str | Path, *, title: str | None = None, **options) -> Path:
+    """Write :func:`frontier_figure` to ``path`` through the output layer (``options``:
+    :func:`dpbandit.files.write_atomic`'s); returns the path written."""
+    from dpbandit.files import save_figure
 
-    return save_figure(frontier_figure(frontier, title=title), path)
+    return save_figure(frontier_figure(frontier, title=title), path, **options)
 
 
 def frontier_figure(frontier: pd.DataFrame, *, title: str | None = None):

@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 import seaborn as sns
 
+from dpbandit.files import save_figure
 from dpbandit.experiment.results import regret_bands
 from dpbandit.experiment.style import LEGEND_INSIDE_MAX, place_legend, series_styles
 
@@ -18,22 +19,13 @@ __all__ = ["plot_regret", "regret_figure", "save_figure", "PSEUDO_REGRET"]
 PSEUDO_REGRET = "cumulative pseudo-regret"
 
 
-def save_figure(fig: plt.Figure, path: str | Path) -> Path:
-    """Write ``fig`` to ``path`` (PNG, SVG, PDF by suffix) with a tight bounding box (outside legends included),
-    close it and return the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return path
-
-
 def plot_regret(frame: pd.DataFrame, path: str | Path, *, title: str | None = None, level: float = 0.95,
                 ylabel: str = PSEUDO_REGRET, private: dict[str, bool] | None = None,
-                facet: str = "env_id", labels: dict[str, str] | None = None) -> Path:
-    """Write :func:`regret_figure` of ``frame`` to ``path`` (PNG, SVG, PDF by suffix); returns the path."""
+                facet: str = "env_id", labels: dict[str, str] | None = None, **options: Any) -> Path:
+    """Write :func:`regret_figure` of ``frame`` to ``path`` (PNG, SVG, PDF by suffix) through the output layer
+    (:func:`dpbandit.files.save_figure`, which takes ``options``); returns the path written."""
     return save_figure(regret_figure(frame, title=title, level=level, ylabel=ylabel, private=private, facet=facet,
-                                     labels=labels), path)
+                                     labels=labels), path, **options)
 
 
 def regret_figure(frame: pd.DataFrame, *, title: str | None = None, level: float = 0.95,

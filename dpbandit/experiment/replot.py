@@ -16,12 +16,13 @@ Anything else is refused with a :class:`ValueError` naming the directory (the CL
 
 from __future__ import annotations
 
-import json
+import contextlib
 import math
 from pathlib import Path
 
 import pandas as pd
 
+from dpbandit.files import read_manifest, read_table, run_file
 from dpbandit.experiment.results import COLUMNS
 
 __all__ = ["KINDS", "run_kind", "replot"]
@@ -31,24 +32,19 @@ KINDS: tuple[str, ...] = ("bandit", "frontier", "oco")
 
 
 def _manifest(run_dir: Path) -> dict:
-    path = run_dir / "manifest.json"
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        raise ValueError(f"run directory {str(run_dir)!r} has an unreadable manifest.json") from None
-    return data if isinstance(data, dict) else {}
+    return read_manifest(run_dir, required=False) or {}
 
 
-def _columns(run_dir: Path) -> set[str]:
-    table = run_dir / "results.csv"
+def _results_path(run_dir: Path, manifest: dict) -> Path:
+    """The run's results table: the manifest's ``files["results"]`` (csv or parquet), else ``results.csv``."""
+    return run_file(run_dir, manifest, "results", "results.csv")
+
+
+def _columns(run_dir: Path, manifest: dict) -> set[str]:
+    table = _results_path(run_dir, manifest)
     if not table.is_file():
         return set()
-    try:
-        return set(pd.read_csv(table, nrows=0).columns)
-    except (ValueError, OSError) as exc:  # pandas' EmptyDataError / ParserError are ValueErrors
-        raise ValueError(f"cannot read {str(table)!r}: {exc}") from None
+    return set(read_table(table).columns)
 
 
 def run_kind(run_dir: str | Path) -> str:
@@ -57,10 +53,11 @@ def run_kind(run_dir: str | Path) -> str:
     if not run_dir.is_dir():
         raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv (it is not a folder); pass a folder printed "
                          "by a dpbandit command")
-    kind = _manifest(run_dir).get("kind")
+    manifest = _manifest(run_dir)
+    kind = manifest.get("kind")
     if kind == "reproduce table-5.1":
         return "table-5.1"
-    columns = _columns(run_dir)
+    columns = _columns(run_dir, manifest)
     if kind == "oco" or {"stream", "learner", "cumulative_regret"} <= columns:
         return "oco"
     if {"epsilon", "horizon", "role"} <= columns and set(COLUMNS) <= columns:
@@ -69,7 +66,7 @@ def run_kind(run_dir: str | Path) -> str:
         return "bandit"
     if not columns:
         raise ValueError(f"run_dir {str(run_dir)!r} has no results.csv; pass a folder printed by a dpbandit command")
-    raise ValueError(f"{str(run_dir / 'results.csv')!r} holds no regret curves: this kind of run has no regret plot; "
+    raise ValueError(f"{str(_results_path(run_dir, manifest))!r} holds no regret curves: this kind of run has no regret plot; "
                      "its manifest.json lists the files it wrote")
 
 
@@ -100,32 +97,46 @@ def _frontier_panels(results: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, boo
     return pd.concat(frames, ignore_index=True), private
 
 
-def replot(run_dir: str | Path, output: str | Path | None = None, *, title: str | None = None) -> list[Path]:
+def replot(run_dir: str | Path, output: str | Path | None = None, *, title: str | None = None,
+           overwrite: bool = False) -> list[Path]:
     """Redraw the figure(s) of ``run_dir`` (see the module docstring); returns the written paths. ``output``
-    replaces the default path of the regret figure (``RUN_DIR/regret.png``)."""
+    replaces the default path of the regret figure (``RUN_DIR/regret.png``): a file of the user's, written through
+    the output layer as a single-file output (an existing file is replaced only with ``overwrite``; never one of the
+    run's files). Figures inside the run folder are written under the run's lock."""
     from dpbandit.experiment.frontier_report import plot_frontier
     from dpbandit.experiment.plots import plot_regret
+    from dpbandit.experiment.rundir import run_lock
 
     run_dir = Path(run_dir)
     kind = run_kind(run_dir)
     if kind == "table-5.1":
         raise ValueError(f"run_dir {str(run_dir)!r} is a table-5.1 reproduction: it is a table "
                          f"({run_dir / 'table.md'}), there is no figure to draw")
-    target = Path(output) if output is not None else run_dir / "regret.png"
-    results = pd.read_csv(run_dir / "results.csv")
     manifest = _manifest(run_dir)
-    if kind == "oco":
-        from dpbandit.experiment.oco import OCO_REGRET
+    results_path = _results_path(run_dir, manifest)
+    results = read_table(results_path)
+    if output is None:
+        target, options = run_dir / "regret.png", {}
+    else:
+        inputs = [p for p in run_dir.iterdir() if p.is_file()]  # never over a file of the run it reads
+        target, options = Path(output), {"kind": "single", "overwrite": overwrite, "inputs": inputs}
+    frontier = None
+    if kind == "frontier" and (run_dir / "frontier.csv").is_file():
+        frontier = read_table(run_dir / "frontier.csv")
+    writes_in_run = output is None or frontier is not None
+    with run_lock(run_dir) if writes_in_run else contextlib.nullcontext():
+        if kind == "oco":
+            from dpbandit.experiment.oco import OCO_REGRET
 
-        frame = results.rename(columns={"stream": "env_id", "learner": "agent"})
-        return [plot_regret(frame, target, ylabel=OCO_REGRET, title=title or f"{run_dir.name}: OCO regret")]
-    if kind == "bandit":
-        private = _private_from_manifest(manifest, results["agent"].unique())
-        return [plot_regret(results, target, title=title or run_dir.name, private=private)]
-    frame, private = _frontier_panels(results)
-    paths = [plot_regret(frame, target, title=title or f"{run_dir.name}: regret curves per (T, ε)",
-                         private=private, facet="panel")]
-    if (run_dir / "frontier.csv").is_file():
-        paths.append(plot_frontier(pd.read_csv(run_dir / "frontier.csv"), run_dir / "frontier.png",
-                                   title=title or run_dir.name))
-    return paths
+            frame = results.rename(columns={"stream": "env_id", "learner": "agent"})
+            return [plot_regret(frame, target, ylabel=OCO_REGRET, title=title or f"{run_dir.name}: OCO regret",
+                                **options)]
+        if kind == "bandit":
+            private = _private_from_manifest(manifest, results["agent"].unique())
+            return [plot_regret(results, target, title=title or run_dir.name, private=private, **options)]
+        frame, private = _frontier_panels(results)
+        paths = [plot_regret(frame, target, title=title or f"{run_dir.name}: regret curves per (T, ε)",
+                             private=private, facet="panel", **options)]
+        if frontier is not None:
+            paths.append(plot_frontier(frontier, run_dir / "frontier.png", title=title or run_dir.name))
+        return paths

@@ -9,11 +9,12 @@ read instead and ``complete`` is False.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
+
 import pandas as pd
 
+from dpbandit.files import read_manifest, read_table, run_file
 from dpbandit.experiment.results import load_job
 from dpbandit.privacy.report import PrivacyReport
 
@@ -47,35 +48,20 @@ class LoadedRun:
         return {a.get("label", a.get("type")): a.get("type") for a in self.config.get("agents", [])}
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    if path.suffix == ".parquet":
-        try:
-            return pd.read_parquet(path)
-        except ImportError:
-            raise ValueError("reading parquet needs pyarrow: pip install 'dpbandit[parquet]'") from None
-    return pd.read_csv(path)
-
-
 def load_run(path: str | Path) -> LoadedRun:
-    """Load the run directory ``path`` (or its ``manifest.json``); ``ValueError`` when it is not a dpbandit run."""
+    """Load the run directory ``path`` (or its ``manifest.json``) through the verified input layer
+    (:mod:`dpbandit.files`): ``ValueError`` naming the file when it is not a dpbandit run or a file is
+    damaged (changed or truncated since dpbandit wrote it). Tables may be CSV or parquet (the manifest names them)."""
     path = Path(path)
     run_dir = path.parent if path.name == "manifest.json" else path
-    manifest_path = run_dir / "manifest.json"
-    if not manifest_path.is_file():
-        raise ValueError(f"{str(run_dir)!r} is not a dpbandit run directory (no manifest.json); pass the folder "
-                         "printed by 'dpbandit run'")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{str(manifest_path)!r} is not valid JSON: {exc}") from None
-    files = manifest.get("files", {})
-    results_path = run_dir / files.get("results", "results.csv")
+    manifest = read_manifest(run_dir)
+    results_path = run_file(run_dir, manifest, "results", "results.csv")
     complete = manifest.get("status") == "complete" and results_path.is_file()
     summary = None
     if complete:
-        results = _read_table(results_path)
-        summary_path = run_dir / files.get("summary", "summary.csv")
-        summary = _read_table(summary_path) if summary_path.is_file() else None
+        results = read_table(results_path)
+        summary_path = run_file(run_dir, manifest, "summary", "summary.csv")
+        summary = read_table(summary_path) if summary_path.is_file() else None
     else:
         jobs = [load_job(run_dir, p.stem) for p in sorted((run_dir / "jobs").glob("*.json"))]
         jobs = [job for job in jobs if job is not None]  # damaged jobs are skipped with a warning naming the file
@@ -87,7 +73,12 @@ def load_run(path: str | Path) -> LoadedRun:
         for _, meta in jobs:
             if isinstance(meta, dict) and "env" in meta and "agent" in meta:
                 reports.setdefault(f"{meta['env']} / {meta['agent']}", meta.get("privacy_report"))
-    privacy = {name: None if report is None else PrivacyReport.from_dict(report) for name, report in reports.items()}
+    try:
+        privacy = {name: None if report is None else PrivacyReport.from_dict(report)
+                   for name, report in reports.items()}
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{str(run_dir / 'manifest.json')!r} holds a privacy report that cannot be read ({exc!r})") \
+            from None
     return LoadedRun(run_dir, results, summary, manifest.get("config", {}), manifest, privacy, complete)
 
 

@@ -25,16 +25,15 @@ import io
 import json
 import os
 import socket
-import tempfile
 import warnings
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
+from dpbandit.files import _EXACT_CSV, RECORD, read_manifest, recorded_files, write_atomic, write_json_atomic
 from dpbandit.validation import check_run_name
 
 __all__ = [
@@ -64,69 +63,15 @@ class JobRecomputedWarning(UserWarning):
     """A stored job did not match its integrity record (or could not be read) and is recomputed."""
 
 
-# -- atomic files ---------------------------------------------------------------------------------------------------
-
-
-def write_atomic(path: str | Path, write: Any) -> Path:
-    """Write a file atomically: ``write(tmp_path)`` fills a temporary file that is then renamed onto ``path``.
-
-    A reader (or a run killed mid-write) never sees a partial file.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
-
-
-def write_json_atomic(path: str | Path, data: Any) -> Path:
-    """Write strict JSON atomically: infinite and NaN floats, also inside numpy scalars and arrays, become the
-    strings "inf", "-inf", "nan"; numpy values become Python numbers and lists, paths strings."""
-    text = json.dumps(_strict(data), indent=2, default=_json_default, allow_nan=False)
-    return write_atomic(path, lambda p: p.write_text(text + "\n"))
-
-
-def _strict(obj: Any) -> Any:
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return "nan" if np.isnan(obj) else ("inf" if obj > 0 else "-inf")
-    if isinstance(obj, dict):
-        return {k: _strict(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_strict(v) for v in obj]
-    if isinstance(obj, (np.generic, np.ndarray)):
-        return _strict(obj.tolist() if isinstance(obj, np.ndarray) else obj.item())
-    return obj
-
-
-def _json_default(obj: Any) -> Any:  # numpy values were converted by _strict
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(f"{type(obj).__name__} is not JSON serialisable")
-
-
 # -- the run directory ----------------------------------------------------------------------------------------------
 
 
 def _read_manifest(run_dir: Path) -> dict | None:
     """The manifest as a dict; None when there is none; ValueError naming the file when it is unreadable."""
-    path = run_dir / "manifest.json"
-    if not path.is_file():
-        return None
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{str(path)!r} cannot be read as a dpbandit manifest ({exc}); this folder is left "
-                         "untouched: move it away or choose another name or out folder") from None
-    if not isinstance(manifest, dict):
-        raise ValueError(f"{str(path)!r} is not a dpbandit manifest; this folder is left untouched: move it away or "
-                         "choose another name or out folder")
-    return manifest
+        return read_manifest(run_dir, required=False)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; move it away or choose another name or out folder") from None
 
 
 def _check(run_dir: Path, name: str, config_hash: str, fresh: bool) -> dict | None:
@@ -137,7 +82,7 @@ def _check(run_dir: Path, name: str, config_hash: str, fresh: bool) -> dict | No
         raise ValueError(f"{str(run_dir)!r} exists and is not a folder: choose another name or out folder")
     manifest = _read_manifest(run_dir)
     if manifest is None:
-        if any(p.name != LOCK_FILE for p in run_dir.iterdir()):
+        if any(p.name not in (LOCK_FILE, RECORD) for p in run_dir.iterdir()):
             raise ValueError(f"run directory {str(run_dir)!r} exists but is not a dpbandit run (no manifest.json); "
                              "it is left untouched: choose another name or out folder")
         return None
@@ -162,6 +107,7 @@ def _discard(run_dir: Path, manifest: dict) -> None:
     """Delete what a dpbandit run wrote in ``run_dir`` (see the module docstring); keep everything else."""
     listed = manifest.get("files")
     names = set(RUN_FILES) | {v for v in (listed.values() if isinstance(listed, dict) else ()) if isinstance(v, str)}
+    names |= set(recorded_files(run_dir) or ()) | {RECORD}
     for name in names:
         path = run_dir / name
         if "/" not in name and "\\" not in name and name not in ("", ".", "..") and path.is_file():
@@ -300,15 +246,13 @@ def store_job(run_dir: Path, stem: str, frame: pd.DataFrame, meta: Any) -> None:
     """Write a finished job: ``jobs/<stem>.csv`` atomically, then (atomically, after it) ``jobs/<stem>.json``
     with ``meta`` and the CSV's integrity record; the JSON's presence marks the job finished."""
     data = frame.to_csv(index=False).encode("utf-8")
-    write_atomic(run_dir / "jobs" / f"{stem}.csv", lambda p: p.write_bytes(data))
+    write_atomic(run_dir / "jobs" / f"{stem}.csv", lambda p: p.write_bytes(data), kind="job")
     record = {"format": _JOB_FORMAT, "csv": f"{stem}.csv", "rows": len(frame),
               "dtypes": _kinds(frame),
               "sha256": hashlib.sha256(data).hexdigest(), "meta": meta}
-    write_json_atomic(run_dir / "jobs" / f"{stem}.json", record)
+    write_json_atomic(run_dir / "jobs" / f"{stem}.json", record, kind="job")
 
 
-#: pandas >= 3 parses floats round-trip by default (and deprecates the option); older pandas needs it.
-_EXACT_CSV = {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
 
 
 def load_job(run_dir: Path, stem: str) -> tuple[pd.DataFrame, Any] | None:

@@ -133,7 +133,7 @@ def test_plot_every_run_kind_or_refuse_in_one_line(tmp_path, capsys):
     (other / "x.txt").write_text("mine")
     capsys.readouterr()
     (other / "results.csv").write_text("a,b\n1,2\n")  # somebody's own table
-    for path, text in ((table, "is a table-5.1 reproduction"), (other, "holds no regret curves"),
+    for path, text in ((table, "is a table-5.1 reproduction"), (other, "was not written by dpbandit"),
                        (tmp_path / "missing", "has no results.csv")):
         assert cli_main(["plot", str(path)]) == 2
         err = capsys.readouterr().err

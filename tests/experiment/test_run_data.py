@@ -14,6 +14,7 @@ from dpbandit.experiment.contrasts import compare_run
 from dpbandit.experiment.results import PRIVACY_COLUMNS, privacy_legend, regret_bands
 from dpbandit.experiment.runner import run_experiment
 from dpbandit.experiment.stats import paired_difference
+from dpbandit.files import write_json_atomic
 
 
 def _config(**changes):
@@ -74,7 +75,7 @@ def test_load_run_reads_the_finished_jobs_of_an_interrupted_run(saved, tmp_path)
     (copy / "results.csv").unlink()
     manifest = json.loads((copy / "manifest.json").read_text())
     manifest = {k: v for k, v in manifest.items() if k not in ("privacy", "files")} | {"status": "running"}
-    (copy / "manifest.json").write_text(json.dumps(manifest))  # as written when the run started
+    write_json_atomic(copy / "manifest.json", manifest)  # as written when the run started
     for stem in sorted((copy / "jobs").glob("*DP-UCB*.json")):
         stem.unlink()  # those jobs did not finish
     run = dpbandit.load_run(copy)

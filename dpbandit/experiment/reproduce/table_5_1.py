@@ -58,6 +58,7 @@ from dpbandit.experiment.reproduce.table_5_1_published import (
 from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
 from dpbandit.experiment.rundir import LOCK_FILE, run_lock
+from dpbandit.files import RECORD, read_manifest
 from dpbandit.experiment.stats import ratio_to_published
 from dpbandit.optim.frank_wolfe import CALIBRATIONS, DPTOFW, PublishedSettingWarning
 from dpbandit.optim.sco_baselines import NoisySFW, NoisySGD
@@ -284,13 +285,10 @@ class Table51Result:
 
 
 def _prepare(run_dir: Path) -> None:
-    manifest = run_dir / "manifest.json"
-    if run_dir.exists() and (not run_dir.is_dir() or any(p.name != LOCK_FILE for p in run_dir.iterdir())):
-        import json
-
+    if run_dir.exists() and (not run_dir.is_dir() or any(p.name not in (LOCK_FILE, RECORD) for p in run_dir.iterdir())):
         try:
-            kind = json.loads(manifest.read_text()).get("kind") if manifest.is_file() else None
-        except (OSError, ValueError, AttributeError):
+            kind = (read_manifest(run_dir, required=False) or {}).get("kind")
+        except (OSError, ValueError):
             kind = None
         if kind != "reproduce table-5.1":
             raise ValueError(f"run directory {str(run_dir)!r} exists and is not a table-5.1 reproduction; it is left "
