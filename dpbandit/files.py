@@ -145,17 +145,23 @@ def _check_target(path: Path, kind: str, overwrite: bool, inputs: Iterable[str |
     if kind == "single" and not overwrite:
         raise OutputRefusedError(f"{str(path)!r} exists: pass --overwrite to replace it, or choose another path")
     if kind == "run" and not _owned(path):
-        raise OutputRefusedError(f"{str(path)!r} exists and was not written by dpbandit in this run folder; it is left "
-                                 "untouched: move it away or choose another name or out folder")
+        raise OutputRefusedError(f"{str(path)!r} exists and is not a file dpbandit wrote (or it was changed since); it "
+                                 "is left untouched: move it away, or choose another name or out folder")
 
 
 def _owned(path: Path) -> bool:
-    """Whether dpbandit wrote ``path`` (a file of a run folder): listed in the folder's record; in a folder without a
+    """Whether ``path`` (a file of a run folder) is dpbandit's to replace: listed in the folder's record and exactly
+    as dpbandit wrote it (a file changed since, by a user or a truncation, is theirs to keep); in a folder without a
     record (written by dpbandit <= 0.1.0), a file beside a dpbandit manifest."""
     files = recorded_files(path.parent)
-    if files is not None:
-        return path.name in files
-    return (path.parent / "manifest.json").is_file() and path.name != RECORD
+    if files is None:
+        return (path.parent / "manifest.json").is_file() and path.name != RECORD
+    entry = files.get(path.name)
+    return entry is not None and _matches(path.read_bytes(), entry)
+
+
+def _matches(data: bytes, entry: dict) -> bool:
+    return len(data) == entry["bytes"] and hashlib.sha256(data).hexdigest() == entry["sha256"]
 
 
 def recorded_files(folder: str | Path) -> dict[str, dict] | None:
@@ -252,10 +258,10 @@ def read_verified(path: str | Path) -> bytes:
     if entry is None:
         raise DamagedFileError(f"{str(path)!r} was not written by dpbandit (its folder's record does not list it); "
                                "it is not read")
-    if len(data) != entry["bytes"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        raise DamagedFileError(f"{str(path)!r} is damaged: {len(data)} bytes that do not match the {entry['bytes']} "
-                               "bytes dpbandit wrote (changed, truncated or cut since); rerun the command that made "
-                               "it (a run resumes from its verified jobs/) to rebuild it")
+    if not _matches(data, entry):
+        raise DamagedFileError(f"{str(path)!r} is damaged: its {len(data)} bytes do not match the {entry['bytes']} "
+                               "bytes dpbandit wrote (changed, truncated or cut since); move it away and rerun the "
+                               "command that made it to rebuild it (a run resumes from its verified jobs/)")
     return data
 
 

@@ -132,18 +132,25 @@ def check_generator(value: Any, name: str = "rng") -> np.random.Generator:
     return value
 
 
-def check_run_name(value: Any, name: str = "name") -> str:
-    """A run name: one folder name inside the output folder (``<out>/<name>``), never a path.
+#: Characters a run name may hold besides letters and digits (a plain, printable folder name on every system).
+RUN_NAME_PUNCTUATION = "._-+=@, "
 
-    Refuses the empty string, ``"."`` and ``".."``, and any ``/``, ``\\`` or NUL character (so no absolute path
-    and no way out of ``<out>``), before anything touches the file system.
+
+def check_run_name(value: Any, name: str = "name") -> str:
+    """A run name: one plain, printable folder name inside the output folder (``<out>/<name>``), never a path.
+
+    Letters and digits (any script), and ``. _ - + = @ ,`` and inner spaces; it starts with a letter, a digit or
+    ``_`` (so never ``-rf``, ``~``, ``.`` or ``..``) and is at most 100 characters. No ``/``, ``\\``, shell
+    patterns (``*``), control characters or newlines, so it can never leave ``<out>`` nor surprise a shell.
     """
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a string (one folder name), got {value!r} of type {type(value).__name__}")
-    if value in ("", ".", "..") or any(c in value for c in "/\\\0") or value.strip() != value:
+    plain = all(c.isalnum() or c in RUN_NAME_PUNCTUATION for c in value)
+    if not (plain and value and (value[0].isalnum() or value[0] == "_") and value.strip() == value
+            and len(value) <= 100):
         raise ValueError(
-            f"{name} must be a single folder name (not empty, not '.' or '..', no '/' or backslash, no leading or "
-            f"trailing spaces), got {value!r}"
+            f"{name} must be a plain folder name: letters, digits and . _ - + = @ , or inner spaces, starting with a "
+            f"letter, digit or _, at most 100 characters; got {value!r}"
         )
     return value
 

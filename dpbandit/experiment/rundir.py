@@ -39,6 +39,7 @@ from dpbandit.validation import check_run_name
 __all__ = [
     "JobRecomputedWarning",
     "RunLockedError",
+    "claim_run_dir",
     "load_job",
     "open_run_dir",
     "prepare_run_dir",
@@ -158,6 +159,25 @@ def open_run_dir(parent: str | Path, name: str, config_hash: str, fresh: bool = 
     _mkdir(run_dir)
     with run_lock(run_dir):
         yield prepare_run_dir(parent, name, config_hash, fresh)
+
+
+def claim_run_dir(run_dir: str | Path, kind: str) -> Path:
+    """For commands that rewrite one folder per run (``reproduce table-5.1``, ``reproduce fliphat``): create
+    ``run_dir``, or reuse it when it is empty or its manifest says ``kind``; anything else is refused (ValueError,
+    before anything is written), so a folder of the user's is never written into."""
+    run_dir = Path(run_dir)
+    if run_dir.exists() and (not run_dir.is_dir()
+                             or any(p.name not in (LOCK_FILE, RECORD) for p in run_dir.iterdir())):
+        try:
+            found = (read_manifest(run_dir, required=False) or {}).get("kind")
+        except (OSError, ValueError):
+            found = None
+        if found != kind:
+            what = kind.removeprefix("reproduce ")
+            raise ValueError(f"run directory {str(run_dir)!r} exists and is not a {what} reproduction; it is left "
+                             "untouched: choose another --name or --out")
+    _mkdir(run_dir)
+    return run_dir
 
 
 @contextlib.contextmanager

@@ -26,10 +26,10 @@ epsilon in {1, 5}.
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 
 import gymnasium
@@ -38,7 +38,8 @@ import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import make_agent
-from dpbandit.experiment.results import mean_ci, write_atomic
+from dpbandit.experiment.results import mean_ci, write_atomic, write_json_atomic
+from dpbandit.experiment.rundir import claim_run_dir, run_lock
 from dpbandit.experiment.runner import simulate
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
 from dpbandit.validation import check_epsilon, check_int
@@ -50,6 +51,9 @@ PUBLISHED: dict[int, dict[float, float]] = {2: {0.5: 6739, 1.0: 3901, 2.0: 2022,
                                             3: {0.5: 12395, 1.0: 6891, 2.0: 3683, 5.0: 1551}}
 PUBLISHED_SOURCE = "sunritc/FLIPHAT simulations/result_effect_K.npy (mean final regret of 50 repetitions)"
 PAPER = dict(horizon=10_000, seeds=5, epsilons=(0.5, 1.0, 2.0, 5.0), arms=(2, 3))
+#: The manifest kind of this reproduction's run folder.
+KIND = "reproduce fliphat"
+
 QUICK = dict(horizon=1000, seeds=2, epsilons=(1.0, 5.0), arms=(2,))
 DIM, SPARSITY, DELTA, S_CODE = 400, 5, 0.01, 10
 X_MAX = math.sqrt(2.0 * math.log(DIM))
@@ -150,22 +154,36 @@ def reproduce(*, quick: bool = False, out: str | Path | bool = "runs", progress:
     """Run the reproduction (``quick``: :data:`QUICK`, else :data:`PAPER`; keyword overrides) and write its files
     under ``<out>/fliphat[-quick]`` (``out=False``: nothing written). Returns (results, table, summary, run_dir)."""
     settings = {**(QUICK if quick else PAPER), **{k: v for k, v in overrides.items() if v is not None}}
-    results = run_fliphat(progress=progress, **settings)
-    table = fliphat_table(results)
-    summary = format_summary(results, table, settings["horizon"])
-    run_dir = None
-    if out is not False:
-        run_dir = Path(out) / ("fliphat-quick" if quick else "fliphat")
-        run_dir.mkdir(parents=True, exist_ok=True)
+    if out is False:
+        return (*_reproduce(settings, progress), None)
+    run_dir = claim_run_dir(Path(out) / ("fliphat-quick" if quick else "fliphat"), KIND)
+    with run_lock(run_dir):
+        manifest = {"kind": KIND, "status": "running", "settings": {k: list(v) if isinstance(v, tuple) else v
+                                                                    for k, v in settings.items()},
+                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        write_json_atomic(run_dir / "manifest.json", manifest)
+        results, table, summary = _reproduce(settings, progress)
         write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
         write_atomic(run_dir / "table.csv", lambda p: table.to_csv(p, index=False))
         write_atomic(run_dir / "table.md", lambda p: p.write_text(_markdown(table)))
         write_atomic(run_dir / "summary.txt", lambda p: p.write_text(summary + "\n"))
+        manifest.update(status="complete", finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                        files={"results": "results.csv", "table": "table.csv", "markdown": "table.md",
+                               "summary": "summary.txt"})
+        write_json_atomic(run_dir / "manifest.json", manifest)
     return results, table, summary, run_dir
 
 
+def _reproduce(settings: dict, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    results = run_fliphat(progress=progress, **settings)
+    table = fliphat_table(results)
+    return results, table, format_summary(results, table, settings["horizon"])
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="dpbandit reproduce fliphat", description=__doc__.splitlines()[0])
+    from dpbandit.experiment.arguments import OneLineParser
+
+    parser = OneLineParser(prog="dpbandit reproduce fliphat", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI variant: K = 2, T = 1000, 2 seeds, eps 1 and 5")
     parser.add_argument("--out", default="runs", help="parent folder of the run directory (default: runs)")
     parser.add_argument("--seeds", type=int, help="number of seeds (default 5; quick 2)")

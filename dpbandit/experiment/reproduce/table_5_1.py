@@ -57,8 +57,7 @@ from dpbandit.experiment.reproduce.table_5_1_published import (
 )
 from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
-from dpbandit.experiment.rundir import LOCK_FILE, run_lock
-from dpbandit.files import RECORD, read_manifest
+from dpbandit.experiment.rundir import claim_run_dir, run_lock
 from dpbandit.experiment.stats import ratio_to_published
 from dpbandit.optim.frank_wolfe import CALIBRATIONS, DPTOFW, PublishedSettingWarning
 from dpbandit.optim.sco_baselines import NoisySFW, NoisySGD
@@ -284,21 +283,6 @@ class Table51Result:
     run_dir: Path | None
 
 
-def _prepare(run_dir: Path) -> None:
-    if run_dir.exists() and (not run_dir.is_dir() or any(p.name not in (LOCK_FILE, RECORD) for p in run_dir.iterdir())):
-        try:
-            kind = (read_manifest(run_dir, required=False) or {}).get("kind")
-        except (OSError, ValueError):
-            kind = None
-        if kind != "reproduce table-5.1":
-            raise ValueError(f"run directory {str(run_dir)!r} exists and is not a table-5.1 reproduction; it is left "
-                             "untouched: choose another --name or --out")
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OSError(exc.errno, f"cannot create the run directory {str(run_dir)!r}: {exc.strerror}") from None
-
-
 def run_table_5_1(config: Table51Config = Table51Config(), out: str | Path | None = "runs",
                   progress: bool = True) -> Table51Result:
     """Run the grid of ``config`` (cells in parallel over ``n_jobs`` processes); write the run directory
@@ -307,8 +291,7 @@ def run_table_5_1(config: Table51Config = Table51Config(), out: str | Path | Non
         raise TypeError(f"config must be a Table51Config, got {type(config).__name__}")
     if out is None:
         return _run(config, None, progress)
-    run_dir = Path(out) / config.name
-    _prepare(run_dir)
+    run_dir = claim_run_dir(Path(out) / config.name, "reproduce table-5.1")
     with run_lock(run_dir):
         return _run(config, run_dir, progress)
 
@@ -364,7 +347,9 @@ def _run(config: Table51Config, run_dir: Path | None, progress: bool) -> Table51
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="dpbandit reproduce table-5.1", description=__doc__.split("\n\n")[0])
+    from dpbandit.experiment.arguments import OneLineParser
+
+    parser = OneLineParser(prog="dpbandit reproduce table-5.1", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small subset for CI (T=1000, d=5 and 20, 3 seeds)")
     parser.add_argument("--out", default="runs", help="parent folder of the run directory (default: runs)")
     parser.add_argument("--seeds", type=int, help="number of seeds (default 10; 3 with --quick)")
