@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbandit.envs.tabular import TabularBanditEnv, frame_to_table, resolve_source
+from dpbandit.envs.tabular import TabularBanditEnv, frame_to_table, resolve_source, source_name
 
 __all__ = ["ClassificationBanditEnv", "DATASETS", "classification_from_data"]
 
@@ -79,9 +79,10 @@ class ClassificationBanditEnv(TabularBanditEnv):
         try:
             self.classes, codes = np.unique(labels, return_inverse=True)
         except TypeError:
-            raise TypeError("labels (y / the target column) must be mutually comparable values") from None
+            raise TypeError(f"labels ({source_name(source)}) must be mutually comparable values") from None
         if self.classes.size < 2:
-            raise ValueError(f"labels must hold at least 2 classes (arms), got {self.classes.size}")
+            raise ValueError(f"labels ({source_name(source)}) must hold at least 2 classes (arms), got "
+                             f"{self.classes.size}")
         self.labels = codes.astype(np.int64)
         onehot = np.eye(self.classes.size)
         self._setup(x, onehot[self.labels], horizon=horizon, context_norm=context_norm,

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from dpbandit.envs.tabular import TabularBanditEnv, frame_to_table, resolve_source
+from dpbandit.envs.tabular import TabularBanditEnv, frame_to_table, resolve_source, source_name
 from dpbandit.validation import check_int
 
 __all__ = ["RegressionBanditEnv", "REGRESSION_DATASETS", "REWARD_FUNCTIONS", "regression_from_data",
@@ -84,6 +84,20 @@ def regression_rewards(candidates: np.ndarray, targets: np.ndarray, reward: Any 
     return out
 
 
+def _numbers(values: np.ndarray, name: str) -> np.ndarray:
+    """``values`` as finite float64 targets; ``TypeError``/``ValueError`` naming ``name`` and the first bad row."""
+    out = np.empty(len(values), dtype=np.float64)
+    for i, v in enumerate(values.tolist()):
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            raise TypeError(f"targets ({name}) must be numbers; row {i} holds {v!r}") from None
+    bad = np.flatnonzero(~np.isfinite(out))
+    if bad.size:
+        raise ValueError(f"targets ({name}) must be finite numbers; row {bad[0]} holds {out[bad[0]]}")
+    return out
+
+
 class RegressionBanditEnv(TabularBanditEnv):
     """A regression dataset as a K-armed contextual bandit over candidate predictions (see the module docstring).
 
@@ -117,12 +131,7 @@ class RegressionBanditEnv(TabularBanditEnv):
     ):
         x, values, source = resolve_source(dataset=dataset, bundled=REGRESSION_DATASETS, default="diabetes",
                                            data=data, target=target, X=X, y=y)
-        try:
-            targets = values.astype(np.float64)
-        except (TypeError, ValueError):
-            raise TypeError("targets (y / the target column) must be numbers") from None
-        if not np.isfinite(targets).all():
-            raise ValueError("targets (y / the target column) must be finite")
+        targets = _numbers(values, source_name(source))
         if arms is None:
             K = check_int("n_arms", n_arms, low=2)
             candidates = np.quantile(targets, (np.arange(K) + 0.5) / K)

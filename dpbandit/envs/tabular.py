@@ -24,6 +24,7 @@ Seeding: the rows are drawn from ``stream(seed, "contexts")``; there is no rewar
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,8 @@ from dpbandit.envs.contexts import CONTEXT_NORMS, NORMALIZE_MODES, normalise
 from dpbandit.seeding import stream
 from dpbandit.validation import check_action, check_choice, check_int, check_real
 
-__all__ = ["TabularBanditEnv", "check_table", "frame_to_table", "read_table", "resolve_source", "standardise",
-           "TABLE_SUFFIXES"]
+__all__ = ["TabularBanditEnv", "check_table", "column_numbers", "frame_to_table", "read_frame", "read_table",
+           "resolve_source", "source_name", "standardise", "TABLE_SUFFIXES"]
 
 #: File types :func:`read_table` reads (parquet needs the optional ``pyarrow``: ``pip install 'dpbandit[parquet]'``).
 TABLE_SUFFIXES: tuple[str, ...] = (".csv", ".parquet")
@@ -76,43 +77,96 @@ def check_table(features: Any, target: Any, *, names: tuple[str, str] = ("X", "y
     return x, y
 
 
-def read_table(path: str | Path, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Read a CSV or parquet file: ``(features (n, d), target (n,), feature names)``; every column but ``target``
-    is a feature and must be numeric."""
+def read_frame(path: str | Path, *, what: str = "data file", suffixes: tuple[str, ...] = TABLE_SUFFIXES) -> Any:
+    """Read a user's ``.csv`` or ``.parquet`` table into a pandas frame: the one place user tables are parsed.
+
+    Every way the file can fail is a ``ValueError`` naming it (``what`` and the path): a wrong suffix, a missing
+    file or a folder, an empty file, text that is not UTF-8, a CSV that does not tokenise, a file that is not
+    parquet (pandas' and pyarrow's own messages are reduced to their first line)."""
     import pandas as pd
 
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{what} must be a path to a {' or '.join(suffixes)} file, got {path!r}")
     path = Path(path)
-    if path.suffix.lower() not in TABLE_SUFFIXES:
-        raise ValueError(f"data must be a path ending in {' or '.join(TABLE_SUFFIXES)}, got {str(path)!r}")
+    name = str(path)
+    suffix = path.suffix.lower()
+    if path.is_dir():
+        raise ValueError(f"{what} {name!r} is a folder, not a {' or '.join(suffixes)} file")
+    if suffix not in suffixes:
+        raise ValueError(f"{what} must be a path ending in {' or '.join(suffixes)}, got {name!r}")
     if not path.is_file():
-        raise ValueError(f"data file {str(path)!r} does not exist")
+        raise ValueError(f"{what} {name!r} does not exist")
+    try:
+        if suffix == ".parquet":
+            return pd.read_parquet(path)
+        return pd.read_csv(path)
+    except ImportError:
+        raise ValueError("reading parquet needs pyarrow: pip install 'dpbandit[parquet]'") from None
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{what} {name!r} is empty: a table needs a header line of column names and rows of "
+                         "values") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {name!r} is not a CSV table: it is not UTF-8 text") from None
+    except ValueError as exc:  # pandas' ParserError, pyarrow's ArrowInvalid
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        kind = "parquet file" if suffix == ".parquet" else "CSV table"
+        raise ValueError(f"{what} {name!r} cannot be read as a {kind}: {first}") from None
+
+
+def read_table(path: str | Path, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Read a CSV or parquet file: ``(features (n, d), target (n,), feature names)``; every column but ``target``
+    is a feature and must be numeric (errors name the file and the column, :func:`frame_to_table`)."""
+    frame = read_frame(path)
     if not isinstance(target, str) or not target:
-        raise TypeError(f"target must be the name of a column of {str(path)!r}, got {target!r}")
-    if path.suffix.lower() == ".parquet":
-        try:
-            frame = pd.read_parquet(path)
-        except ImportError:
-            raise ValueError("reading parquet needs pyarrow: pip install 'dpbandit[parquet]'") from None
-    else:
-        frame = pd.read_csv(path)
-    return frame_to_table(frame, target, source=repr(str(path)))
+        raise TypeError(f"target must be the name of a column of data file {str(path)!r}, got {target!r}")
+    return frame_to_table(frame, target, source=f"data file {str(path)!r}")
+
+
+def column_numbers(frame: Any, column: Any, source: str, *, what: str = "column") -> np.ndarray:
+    """Column ``column`` of ``frame`` as float64 (NaN where a cell is empty). ``TypeError`` naming the column, the
+    ``source`` (e.g. the file) and the first cell that is not a number (its row, counted from 0 as pandas does)."""
+    import pandas as pd
+
+    values = frame[column]
+    if not pd.api.types.is_numeric_dtype(values):
+        numbers = pd.to_numeric(values, errors="coerce")
+        bad = np.flatnonzero((numbers.isna() & values.notna()).to_numpy())
+        if bad.size:
+            raise TypeError(f"{what} {str(column)!r} of {source} must hold numbers; row {bad[0]} holds "
+                            f"{values.iloc[bad[0]]!r} (encode or drop it first)")
+        values = numbers
+    return values.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def frame_to_table(frame: Any, target: str, *, source: str = "the data frame") -> tuple[np.ndarray, np.ndarray,
                                                                                         list[str]]:
-    """Split a pandas frame into ``(features, target, feature names)`` with the checks of :func:`check_table`."""
+    """Split a pandas frame into ``(features, target, feature names)`` with the checks of :func:`check_table`;
+    errors name ``source`` and the column (and the first bad row)."""
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
         raise TypeError(f"df must be a pandas DataFrame, got {type(frame).__name__}")
     if target not in frame.columns:
         raise ValueError(f"target {target!r} is not a column of {source}; columns: {list(frame.columns)}")
-    features = frame.drop(columns=[target])
-    bad = [str(c) for c in features.columns if not pd.api.types.is_numeric_dtype(features[c])]
-    if bad:
+    if len(frame) == 0:
+        raise ValueError(f"{source} holds no rows (only the header line {list(frame.columns)}); a table needs at "
+                         "least one row of values")
+    names = [c for c in frame.columns if c != target]
+    if not names:
+        raise ValueError(f"{source} has no feature column: every column but the target {target!r} is a feature")
+    bad = [str(c) for c in names if not pd.api.types.is_numeric_dtype(frame[c])]
+    if bad:  # the first offending cell, then the list: "encode or drop" names every such column
+        column_numbers(frame, bad[0], source, what="feature column")
         raise TypeError(f"feature columns of {source} must be numeric; encode or drop {bad}")
-    x, y = check_table(features.to_numpy(dtype=np.float64), frame[target].to_numpy(), names=("features", target))
-    return x, y, [str(c) for c in features.columns]
+    x = np.column_stack([column_numbers(frame, c, source) for c in names])
+    rows, cols = np.nonzero(~np.isfinite(x))
+    if rows.size:
+        i, c = rows[0], names[cols[0]]
+        what = "is empty" if np.isnan(x[i, cols[0]]) else f"holds {x[i, cols[0]]}"
+        raise ValueError(f"feature column {str(c)!r} of {source} must hold finite numbers; row {i} {what} "
+                         f"({np.unique(rows).size} row(s) affected: drop or impute them first)")
+    _, y = check_table(x, frame[target].to_numpy(), names=("features", f"target column {target!r} of {source}"))
+    return x, y, [str(c) for c in names]
 
 
 def resolve_source(*, dataset: str | None, bundled: dict[str, str], default: str, data: Any, target: Any, X: Any,
@@ -140,6 +194,16 @@ def resolve_source(*, dataset: str | None, bundled: dict[str, str], default: str
 
     x, values = getattr(sklearn.datasets, bundled[dataset])(return_X_y=True)
     return np.asarray(x, dtype=np.float64), np.asarray(values), {"dataset": dataset}
+
+
+def source_name(source: dict[str, str]) -> str:
+    """How errors name the target of a :func:`resolve_source` record: ``"target column 'label' of data file
+    'users.csv'"``, ``"y"`` (arrays) or ``"the targets of dataset 'wine'"``."""
+    if "target" in source:
+        return f"target column {source['target']!r} of data file {source['data']!r}"
+    if source.get("data") == "arrays":
+        return "y"
+    return f"the targets of dataset {source.get('dataset')!r}"
 
 
 class TabularBanditEnv(gym.Env):

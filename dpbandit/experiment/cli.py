@@ -99,12 +99,6 @@ def _cmd_agents(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from dpbandit.experiment.reproduce import main as reproduce_main
-
-    return reproduce_main([args.target, *args.options])
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -117,8 +111,9 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from dpbandit import __version__
+    from dpbandit.experiment.arguments import OneLineParser
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="dpbandit",
         description="Simulate differentially private contextual bandits and plot their regret.",
     )
@@ -164,11 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     agents = sub.add_parser("agents", help="list the available agent types")
     agents.set_defaults(func=_cmd_agents)
 
-    rep = sub.add_parser("reproduce",
-                         help="reproduce a published result (table-5.1, figure-5.1, fliphat); --help after it")
-    rep.add_argument("target", choices=("table-5.1", "figure-5.1", "fliphat"))
-    rep.add_argument("options", nargs=argparse.REMAINDER, help="options of the target, e.g. --quick")
-    rep.set_defaults(func=_cmd_reproduce)
+    rep = sub.add_parser("reproduce", help="reproduce a published result (table-5.1, figure-5.1, fliphat); --help "
+                         "after it", add_help=False)
+    rep.add_argument("options", nargs=argparse.REMAINDER, help="TARGET and its options, e.g. table-5.1 --quick")
 
     oco = sub.add_parser(
         "oco", help="regret of the (private) online-convex-optimisation learners on regression streams", add_help=False
@@ -187,9 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Subcommands with parsers of their own: everything after the name (``--help`` included) goes to their main().
+#: Subcommands with parsers of their own: everything after the name (``--help`` included) goes to their main()
+#: (``reproduce``: to the target's, :data:`dpbandit.experiment.reproduce.REPRODUCTIONS`).
 _DELEGATED = {"oco": "dpbandit.experiment.oco", "frontier": "dpbandit.experiment.frontier",
-              "replay": "dpbandit.experiment.replay_cli"}
+              "replay": "dpbandit.experiment.replay_cli", "reproduce": "dpbandit.experiment.reproduce"}
 
 
 def _cmd_delegated(args: argparse.Namespace) -> int:

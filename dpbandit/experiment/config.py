@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ else:  # pragma: no cover
 
 __all__ = [
     "AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "make_env", "parse_seeds", "config_digest",
-    "DEFAULT_CONFIG", "BATCH_MODES",
+    "DEFAULT_CONFIG", "BATCH_MODES", "read_toml",
 ]
 
 #: The packaged default experiment run by ``dpbandit run`` without ``--config``.
@@ -278,18 +279,71 @@ def make_env(env_id: str, **kwargs: Any) -> Any:
         env = gymnasium.make(env_id, **kwargs)
     except gymnasium.error.Error as exc:
         raise ValueError(f"env id {env_id!r} cannot be made: {exc} ('dpbandit envs' lists the environments)") from exc
-    except TypeError:  # a keyword the environment does not take: say so, unless it is not a bandit at all
+    except TypeError as exc:  # a bad keyword or value: say so, unless the id is not a bandit at all
+        error = _env_type_error(env_id, exc)
         try:
             plain = gymnasium.make(env_id)
-        except Exception:  # noqa: BLE001 - the original TypeError is the informative one
-            raise
+        except Exception:  # noqa: BLE001 - e.g. an environment that needs its data: the first error is the one
+            raise error from None
         if foreign(plain):
             raise ValueError(message) from None
         plain.close()
-        raise
+        raise error from None
     if foreign(env):
         raise ValueError(message)
     return env
+
+
+def _env_type_error(env_id: str, exc: TypeError) -> TypeError:
+    """The environment's own ``TypeError`` without gymnasium's dump of every keyword (``"... was raised from the
+    environment creator for <id> with kwargs (...)"``); an unknown keyword names the id and its parameters."""
+    original = exc.__cause__ if isinstance(exc.__cause__, TypeError) else exc
+    text = str(original)
+    unknown = re.search(r"unexpected keyword argument '([^']+)'", text)
+    if unknown is None:
+        return TypeError(text)
+    known = _env_parameters(env_id)
+    listed = f"; its parameters: {', '.join(known)}" if known else " ('dpbandit envs' lists the parameters)"
+    return TypeError(f"env {env_id!r} has no parameter {unknown.group(1)!r}{listed}")
+
+
+def _env_parameters(env_id: str) -> list[str]:
+    """The keyword parameters of a registered environment's constructor (empty when they cannot be told)."""
+    import inspect
+    import typing
+
+    import gymnasium
+    from gymnasium.envs.registration import load_env_creator
+
+    try:
+        creator = gymnasium.spec(env_id).entry_point
+        creator = load_env_creator(creator) if isinstance(creator, str) else creator
+        signature = inspect.signature(creator)
+        if any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):  # a factory: its return type's
+            returned = typing.get_type_hints(creator).get("return")
+            signature = inspect.signature(returned) if isinstance(returned, type) else signature
+    except Exception:  # noqa: BLE001 - only a better message is at stake
+        return []
+    return [name for name, p in signature.parameters.items()
+            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD) and name != "self"]
+
+
+def read_toml(path: str | Path, what: str = "config file") -> dict:
+    """The table of a TOML file; ``ValueError`` naming the file when it is missing, a folder, not UTF-8 text or
+    not valid TOML (an unreadable file is an ``OSError`` naming it)."""
+    if not isinstance(path, (str, Path)) or not str(path):
+        raise TypeError(f"{what} must be a path to a .toml file, got {path!r}")
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder, not a TOML file")
+    if not path.is_file():
+        raise ValueError(f"{what} {str(path)!r} does not exist")
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{what} {str(path)!r} is not a TOML file: it is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{what} {str(path)!r} is not valid TOML: {exc}") from None
 
 
 def _check_unique(kind: str, labels: list[str]) -> None:
@@ -346,13 +400,8 @@ def parse_seeds(seeds: Any) -> tuple[int, ...]:
 
 def load_config(path: str | Path) -> ExperimentConfig:
     """Read and validate a TOML experiment file (see the module docstring for the layout)."""
+    data = read_toml(path)
     path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"config file {str(path)!r} does not exist")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config file {str(path)!r} is not valid TOML: {exc}") from exc
     for env in [data.get("env")] + list(data.get("envs") or []):  # a data file is found next to the TOML file
         if isinstance(env, dict) and isinstance(env.get("data"), str) and not Path(env["data"]).is_absolute():
             beside = path.parent / env["data"]

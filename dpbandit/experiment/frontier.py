@@ -367,7 +367,9 @@ def cli_command(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m dpbandit.experiment.frontier [options]`` (the same as ``dpbandit frontier``)."""
-    parser = argparse.ArgumentParser(prog="dpbandit frontier", description=__doc__.splitlines()[0])
+    from dpbandit.experiment.arguments import OneLineParser
+
+    parser = OneLineParser(prog="dpbandit frontier", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
     try:

@@ -25,7 +25,6 @@ Command line: :func:`main` (``dpbandit oco [--quick] [--fresh]``).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -219,7 +218,9 @@ def _run(config: OCOConfig, plan: list, run_dir: Path | None, progress: bool) ->
 
 def main(argv: list[str] | None = None) -> int:
     """``dpbandit oco``: run the OCO comparison and print its summary (``--quick``: the small CI version)."""
-    parser = argparse.ArgumentParser(prog="dpbandit oco", description="Regret of the (private) OCO learners against "
+    from dpbandit.experiment.arguments import OneLineParser
+
+    parser = OneLineParser(prog="dpbandit oco", description="Regret of the (private) OCO learners against "
                                      "the best fixed point in hindsight on regression streams.")
     parser.add_argument("--quick", action="store_true", help="small and fast: d=5, T=1000, 2 seeds, problems "
                         "linear and linear-ridge")

@@ -72,18 +72,20 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
 
 
 def _toml(path: str) -> dict:
-    from dpbandit.experiment.config import tomllib
+    from dpbandit.experiment.config import read_toml
 
-    if not Path(path).is_file():
-        raise ValueError(f"config file {path!r} does not exist")
-    try:
-        return tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"config file {path!r} is not valid TOML: {exc}") from None
+    data = read_toml(path)
+    agents = data.get("agents", [])
+    if not isinstance(agents, list):
+        raise ValueError(f"config file {path!r}: 'agents' must be [[agents]] tables, each with a 'type' key, got "
+                         f"{agents!r}")
+    return data
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="dpbandit replay", description=__doc__.split("\n\n")[0])
+    from dpbandit.experiment.arguments import OneLineParser
+
+    p = OneLineParser(prog="dpbandit replay", description=__doc__.split("\n\n")[0])
     p.add_argument("log", help="log file: .npz (OBP bandit-feedback dict), .csv or .parquet table")
     p.add_argument("--agent", action="append", default=[], help="TYPE[:key=value,...] (repeatable)")
     p.add_argument("--config", help="TOML file whose [[agents]] tables list the agents")

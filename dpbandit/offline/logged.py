@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from dpbandit.envs.tabular import column_numbers, read_frame
 from dpbandit.seeding import stream
 from dpbandit.validation import check_int
 
@@ -193,30 +194,31 @@ def _parquet(call):
 
 
 def read_logged(path: str | Path, n_actions: int | None = None) -> LoggedData:
-    """Read a log file (see the module docstring). For tables, ``n_actions`` defaults to ``max(action) + 1``."""
-    import pandas as pd
+    """Read a log file (see the module docstring). For tables, ``n_actions`` defaults to ``max(action) + 1``.
 
-    path = Path(path)
+    Every error names the file (and, for tables, the column and the first bad row)."""
+    path = Path(path) if isinstance(path, (str, Path)) else path
+    if not isinstance(path, Path):
+        raise TypeError(f"log file must be a path ending in {', '.join(LOG_SUFFIXES)}, got {path!r}")
+    source = f"log file {str(path)!r}"
+    if path.is_dir():
+        raise ValueError(f"{source} is a folder, not a {', '.join(LOG_SUFFIXES)} file")
     suffix = _check_suffix(path)
-    if not path.is_file():
-        raise ValueError(f"log file {str(path)!r} does not exist")
     if suffix == ".npz":
-        with np.load(path, allow_pickle=False) as npz:
-            feedback = {k: npz[k] for k in npz.files}
+        feedback = _read_npz(path)
         if n_actions is not None:
             feedback["n_actions"] = n_actions
-        return LoggedData.from_obp(feedback)
-    frame = pd.read_csv(path) if suffix == ".csv" else _parquet(lambda: pd.read_parquet(path))
+        return _from_obp(feedback, source)
+    frame = read_frame(path, what="log file", suffixes=(".csv", ".parquet"))
     missing = [c for c in ("action", "reward") if c not in frame.columns]
     if missing:
         raise ValueError(f"log table {str(path)!r} lacks column(s) {missing}; columns: {list(frame.columns)}")
     if "pscore" in frame.columns and "propensity" in frame.columns:
-        raise ValueError("give the propensity as one column, 'pscore' or 'propensity', not both")
+        raise ValueError(f"{source} gives the propensity twice: keep one column, 'pscore' or "
+                         "'propensity', not both")
     pcol = "pscore" if "pscore" in frame.columns else ("propensity" if "propensity" in frame.columns else None)
     features = [c for c in frame.columns if c not in _RESERVED]
-    bad = [str(c) for c in features if not pd.api.types.is_numeric_dtype(frame[c])]
-    if bad or not features:
-        raise ValueError(f"context columns of {str(path)!r} must be numeric and at least one: non-numeric {bad}")
+    frame = _numeric_log_columns(frame, [c for c in ("action", "reward", pcol, "position") if c in frame.columns], features, source)
     feedback = {
         "n_actions": int(frame["action"].max()) + 1 if n_actions is None else n_actions,
         "action": frame["action"].to_numpy(), "reward": frame["reward"].to_numpy(),
@@ -224,7 +226,67 @@ def read_logged(path: str | Path, n_actions: int | None = None) -> LoggedData:
         "pscore": None if pcol is None else frame[pcol].to_numpy(dtype=np.float64),
         "position": frame["position"].to_numpy() if "position" in frame.columns else None,
     }
-    return LoggedData.from_obp(feedback)
+    return _from_obp(feedback, source)
+
+
+def _numeric_log_columns(frame: Any, columns: list[str], features: list[Any], source: str) -> Any:
+    """``frame`` with every named column and context column as finite float64 numbers (action: integers >= 0);
+    ``TypeError``/``ValueError`` naming ``source``, the column and the first bad row otherwise."""
+    if not features:
+        raise ValueError(f"{source} has no context column: every column but {list(_RESERVED)} is a "
+                         "context feature, and at least one is needed")
+    if len(frame) == 0:
+        raise ValueError(f"{source} holds no rows (only the header line {list(frame.columns)})")
+    out = frame.copy()
+    for column in [*columns, *features]:
+        values = column_numbers(frame, column, source, what="column" if column in columns else "context column")
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            what = "is empty" if np.isnan(values[bad[0]]) else f"holds {values[bad[0]]}"
+            raise ValueError(f"column {str(column)!r} of {source} must hold finite numbers; row {bad[0]} {what}")
+        if column in ("action", "position"):
+            bad = np.flatnonzero((values < 0) | (values != np.round(values)))
+            if bad.size:
+                raise ValueError(f"column {column!r} of {source} must hold integers >= 0 (action indices 0, 1, ..."
+                                 f"); row {bad[0]} holds {values[bad[0]]:g}")
+            if values.max() >= 2**62:
+                raise ValueError(f"column {column!r} of {source} holds {values.max():g}: not an action index")
+            values = values.astype(np.int64)
+        out[column] = values
+    return out
+
+
+def _read_npz(path: Path) -> dict:
+    """The arrays of an ``.npz`` log (OBP's dict saved with ``numpy.savez``); ``ValueError`` naming the file when it
+    is missing or not an archive of plain arrays (object arrays are never unpickled)."""
+    import zipfile
+
+    name = str(path)
+    if not path.is_file():
+        raise ValueError(f"log file {name!r} does not exist")
+    not_npz = (f"log file {name!r} is not a NumPy .npz archive (the bandit-feedback dict saved with numpy.savez)")
+    try:
+        loaded = np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, zipfile.BadZipFile):
+        raise ValueError(not_npz) from None
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise ValueError(f"{not_npz}: it holds a single array (.npy)")
+    with loaded as npz:
+        try:
+            return {k: npz[k] for k in npz.files}
+        except ValueError:
+            raise ValueError(f"log file {name!r} holds object arrays (pickled data), which dpbandit never loads; "
+                             "save plain numeric arrays") from None
+        except (EOFError, zipfile.BadZipFile, OSError):
+            raise ValueError(f"{not_npz}: it is damaged") from None
+
+
+def _from_obp(feedback: dict, source: str) -> LoggedData:
+    """:meth:`LoggedData.from_obp` with its errors naming the log file."""
+    try:
+        return LoggedData.from_obp(feedback)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"{source}: {exc}") from None
 
 
 def log_policy(env: Any, n_rounds: int, seed: int, policy: Any = None) -> LoggedData:

@@ -147,7 +147,9 @@ def test_invalid_data_is_refused_with_the_parameter_named(frame, tmp_path):
         (dict(X=x), ValueError, "X and y must be given together"),
         (dict(X=x, y=[0, 1] * 2 + [0], dataset="wine"), ValueError, "give one data source"),
         (dict(data=str(tmp_path / "none.csv"), target="a"), ValueError, "does not exist"),
-        (dict(data=str(tmp_path / "users.xlsx"), target="a"), ValueError, r"data must be a path ending in \.csv"),
+        (dict(data=str(tmp_path / "users.xlsx"), target="a"), ValueError, r"data file must be a path ending in \.csv"),
+        (dict(data=5, target="a"), TypeError, "data file must be a path to a .csv or .parquet file, got 5"),
+        (dict(data=str(tmp_path), target="a"), ValueError, "is a folder, not a"),
         (dict(data=str(tmp_path / "u.csv")), ValueError, "data needs target="),
         (dict(target="a"), ValueError, "give data="),
         (dict(dataset="mnist"), ValueError, "dataset"),
@@ -158,7 +160,7 @@ def test_invalid_data_is_refused_with_the_parameter_named(frame, tmp_path):
             ClassificationBanditEnv(**kwargs)
     with pytest.raises(ValueError, match="target 'kind' is not a column"):
         ClassificationBanditEnv.from_dataframe(frame, target="kind")
-    with pytest.raises(TypeError, match=r"must be numeric; encode or drop \['name'\]"):
+    with pytest.raises(TypeError, match="feature column 'name' of the data frame must hold numbers; row 0 holds 'x'"):
         ClassificationBanditEnv.from_dataframe(frame.assign(name="x"), target="animal")
     with pytest.raises(ValueError, match="Classification-v0 needs your data"):
         gymnasium.make("dpbandit/Classification-v0")
@@ -191,3 +193,50 @@ def test_an_edited_data_file_is_a_different_experiment(frame, tmp_path):
     no_file = config.replace(env_id="dpbandit/SparseLinear-v0", env_kwargs={"horizon": 50})
     unchanged = {k: v for k, v in no_file.to_dict().items() if k not in ("n_jobs", "batch", "out")}
     assert no_file.config_hash() == config_digest(unchanged)  # without data files: the hash run dirs already hold
+
+
+@pytest.mark.parametrize("text,exc,message", [
+    ("f0,f1,animal\n1,x,cat\n2,y,dog\n", TypeError,
+     r"feature column 'f1' of data file '.*users.csv' must hold numbers; row 0 holds 'x'"),
+    ("f0,f1,animal\n1,2,cat\n2,high,dog\n", TypeError, r"feature column 'f1' of data file .* row 1 holds 'high'"),
+    ("f0,f1,animal\n", ValueError, r"data file '.*users.csv' holds no rows \(only the header line"),
+    ("", ValueError, r"data file '.*users.csv' is empty"),
+    ("f0,f1,animal\n1,2,cat\n1,2,3,4\n", ValueError,
+     r"data file '.*users.csv' cannot be read as a CSV table: Error tokenizing data. C error: Expected 3 fields"),
+    ("f0,f1,animal\n1,,cat\n2,3,dog\n", ValueError, r"feature column 'f1' of data file .* row 0 is empty"),
+    ("f0,f1,animal\n1,inf,cat\n2,3,dog\n", ValueError, r"feature column 'f1' of data file .* row 0 holds inf"),
+    ("f0,f1,animal\n1,2,cat\n2,3,\n", ValueError, r"target column 'animal' of data file .* has 1 missing value"),
+    ("animal\ncat\ndog\n", ValueError, r"data file '.*users.csv' has no feature column"),
+    ("f0,animal\n1,cat\n2,cat\n", ValueError,
+     r"labels \(target column 'animal' of data file '.*users.csv'\) must hold at least 2 classes"),
+])
+def test_a_data_file_that_cannot_be_used_names_the_file_and_the_column(tmp_path, text, exc, message):
+    """Before: pandas' own words ("No columns to parse from file", "could not convert string to float") or, through
+    gymnasium.make, "needs your data" although data= was given; now the file, the column and the row."""
+    path = tmp_path / "users.csv"
+    path.write_text(text)
+    with pytest.raises(exc, match=message):
+        ClassificationBanditEnv(data=str(path), target="animal")
+    from dpbandit.experiment.config import make_env
+
+    with pytest.raises(exc, match=message):  # the same words through gymnasium.make (TOML, dpbandit run)
+        make_env("dpbandit/Classification-v0", data=str(path), target="animal")
+
+
+def test_a_file_that_is_not_parquet_or_not_utf8_names_the_file(tmp_path):
+    (tmp_path / "users.parquet").write_text("f0,animal\n1,cat\n")
+    with pytest.raises(ValueError, match=r"data file '.*users.parquet' cannot be read as a parquet file: "):
+        ClassificationBanditEnv(data=str(tmp_path / "users.parquet"), target="animal")
+    (tmp_path / "users.csv").write_bytes(b"\xff\xfe\x00f0,animal\n\x80,1\n")
+    with pytest.raises(ValueError, match=r"data file '.*users.csv' is not a CSV table: it is not UTF-8 text"):
+        ClassificationBanditEnv(data=str(tmp_path / "users.csv"), target="animal")
+
+
+def test_regression_targets_name_the_column_and_the_row(tmp_path):
+    path = tmp_path / "houses.csv"
+    path.write_text("rooms,price\n3,100\n4,high\n5,120\n")
+    with pytest.raises(TypeError, match=r"targets \(target column 'price' of data file '.*houses.csv'\) must be "
+                                        r"numbers; row 1 holds 'high'"):
+        RegressionBanditEnv(data=str(path), target="price")
+    with pytest.raises(ValueError, match=r"targets \(y\) must be finite numbers; row 2 holds inf"):
+        RegressionBanditEnv.from_arrays(np.ones((3, 1)), [1.0, 2.0, np.inf])

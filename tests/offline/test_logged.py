@@ -91,3 +91,49 @@ def test_log_policy_records_uniform_play_with_the_truth():
     _equal(again, data)  # seeded
     skewed = log_policy(env, 200, seed=2, policy=lambda obs, rng: np.array([0.7, 0.1, 0.1, 0.1]))
     assert not skewed.uniform and set(np.round(np.unique(skewed.pscore), 6)) <= {0.7, 0.1}
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("log.csv", "x,action,reward\n1,0,1\n2,buy,0\n",
+     r"column 'action' of log file '.*log.csv' must hold numbers; row 1 holds 'buy'"),
+    ("log.csv", "x,action,reward,pscore\n1,0,1,high\n2,1,0,0.5\n",
+     r"column 'pscore' of log file '.*log.csv' must hold numbers; row 0 holds 'high'"),
+    ("log.csv", "x,action,reward\n1,0,1\n2,,0\n", r"column 'action' of log file '.*log.csv' .* row 1 is empty"),
+    ("log.csv", "x,action,reward\n1,0.5,1\n2,1,0\n",
+     r"column 'action' of log file .* must hold integers >= 0 .* row 0 holds 0.5"),
+    ("log.csv", "x,action,reward\n1,0,1\n2,1,nan\n", r"column 'reward' of log file .* row 1 is empty"),
+    ("log.csv", "x,action,reward\nred,0,1\n2,1,0\n",
+     r"context column 'x' of log file '.*log.csv' must hold numbers; row 0 holds 'red'"),
+    ("log.csv", "x,action,reward,pscore\n1,0,1,0\n2,1,0,0.5\n",
+     r"log file '.*log.csv': pscore must be 2 probabilities in \(0, 1\]"),
+    ("log.csv", "", r"log file '.*log.csv' is empty"),
+    ("log.csv", "x,action,reward\n", r"log file '.*log.csv' holds no rows"),
+    ("log.csv", "action,reward\n0,1\n", r"log file '.*log.csv' has no context column"),
+    ("log.npz", "hello\n", r"log file '.*log.npz' is not a NumPy .npz archive \(the bandit-feedback dict saved with "
+                           r"numpy.savez\)$"),
+    ("log.npz", "", r"log file '.*log.npz' is not a NumPy .npz archive"),
+])
+def test_a_log_file_that_cannot_be_used_names_the_file_and_the_column(tmp_path, name, content, message):
+    """Before: "invalid literal for int() with base 10: 'buy'", "could not convert string to float: 'high'",
+    "No columns to parse from file", numpy's "load it unsafely using allow_pickle" hint; now the file and column."""
+    (tmp_path / name).write_text(content)
+    with pytest.raises(ValueError if "must hold numbers" not in message else TypeError, match=message) as info:
+        read_logged(tmp_path / name)
+    assert "allow_pickle" not in str(info.value) and "\n" not in str(info.value)
+
+
+def test_npz_logs_that_are_not_archives_of_plain_arrays(tmp_path):
+    np.save(tmp_path / "one.npy", np.arange(3))
+    (tmp_path / "one.npy").rename(tmp_path / "one.npz")
+    with pytest.raises(ValueError, match=r"is not a NumPy .npz archive .*: it holds a single array \(.npy\)"):
+        read_logged(tmp_path / "one.npz")
+    np.savez(tmp_path / "objects.npz", context=np.array([{}], dtype=object))
+    with pytest.raises(ValueError, match="holds object arrays .pickled data., which dpbandit never loads"):
+        read_logged(tmp_path / "objects.npz")
+    (tmp_path / "folder.npz").mkdir()
+    with pytest.raises(ValueError, match=r"log file '.*folder.npz' is a folder"):
+        read_logged(tmp_path / "folder.npz")
+    feedback = {k: v for k, v in _log().to_obp().items() if k != "reward" and v is not None}
+    np.savez(tmp_path / "partial.npz", **feedback)
+    with pytest.raises(ValueError, match=r"log file '.*partial.npz': bandit feedback lacks \['reward'\]"):
+        read_logged(tmp_path / "partial.npz")

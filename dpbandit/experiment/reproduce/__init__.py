@@ -38,9 +38,21 @@ REPRODUCTIONS = {"table-5.1": _table_5_1, "figure-5.1": _figure_5_1, "fliphat": 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``main(["table-5.1", "--quick"])``: run one reproduction; prints the targets on a bad or missing name."""
+    """``main(["table-5.1", "--quick"])``: run one reproduction. A missing or unknown target is one line on stderr
+    naming the targets (exit code 2); ``--help`` lists them."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or argv[0] not in REPRODUCTIONS:
-        print(f"dpbandit reproduce: choose one of {', '.join(REPRODUCTIONS)}", file=sys.stderr)
-        return 2
-    return REPRODUCTIONS[argv[0]](argv[1:])
+    targets = ", ".join(REPRODUCTIONS)
+    if argv and argv[0] in ("-h", "--help"):
+        print(f"usage: dpbandit reproduce TARGET [options]   (TARGET: {targets}; 'dpbandit reproduce TARGET --help' "
+              f"lists its options)\n\n{__doc__}")
+        return 0
+    if not argv:
+        problem = "name a target"
+    elif argv[0] not in REPRODUCTIONS:
+        problem = f"invalid choice: {argv[0]!r} is not a target" if not argv[0].startswith("-") else \
+            f"name a target before the options (got {argv[0]!r})"
+    else:
+        return REPRODUCTIONS[argv[0]](argv[1:])
+    print(f"dpbandit reproduce: error: {problem}; choose one of {targets} (e.g. dpbandit reproduce table-5.1 --quick)",
+          file=sys.stderr)
+    return 2

@@ -300,7 +300,9 @@ def run_cli(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = add_arguments(argparse.ArgumentParser(
+    from dpbandit.experiment.arguments import OneLineParser
+
+    parser = add_arguments(OneLineParser(
         prog="dpbandit reproduce figure-5.1", description=DESCRIPTION))
     args = parser.parse_args(argv)
     try:
