@@ -50,6 +50,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         fresh=args.fresh,
         backend=args.backend,
         dask_address=args.dask_address,
+        allow_long=args.allow_long,
     )
     if result.resumed_jobs:
         print(f"Resumed: {result.resumed_jobs} finished job(s) read back from {result.run_dir / 'jobs'}")
@@ -65,7 +66,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from dpbandit.experiment.replot import replot
 
-    for path in replot(args.run_dir, args.output, title=args.title):
+    for path in replot(args.run_dir, args.output, title=args.title, overwrite=args.overwrite):
         print(f"Plot: {path}")
     return 0
 
@@ -131,7 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--batch", choices=("auto", "off"),
                      help="auto: seeds of agents with a batched form run in lockstep, same results (the default); "
                           "off: every seed alone (overrides the config)")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar (and no planned-work line)")
+    run.add_argument("--allow-long", dest="allow_long", action="store_true",
+                     help="run even when the estimated time exceeds a week (refused otherwise, before any work)")
     run.add_argument(
         "--fresh", action="store_true", help="discard an earlier run of this name instead of resuming it"
     )
@@ -143,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     plot = sub.add_parser("plot", help="redraw the figure of a run directory (run, figure-5.1, frontier, oco)")
     plot.add_argument("run_dir", help="a folder written by 'dpbandit run', 'reproduce figure-5.1', 'frontier' or 'oco'")
-    plot.add_argument("--output", help="image path (default: RUN_DIR/regret.png)")
+    plot.add_argument("--output", help="image path (default: RUN_DIR/regret.png); never a file of the run, an existing "
+                                       "file only with --overwrite")
+    plot.add_argument("--overwrite", action="store_true", help="let --output replace an existing file")
     plot.add_argument("--title", help="plot title")
     plot.set_defaults(func=_cmd_plot)
 
