@@ -45,6 +45,14 @@ def _fails(capsys, argv, *needles):
     return _one_line_error(capsys, *needles)
 
 
+def _code(argv):
+    """main's exit code; argparse's usage errors (and --help) end with SystemExit, as argparse does."""
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
 def test_output_folder_that_is_a_file_or_cannot_be_created(tmp_path, capsys):
     config = _config(tmp_path)
     (tmp_path / "a-file").write_text("precious")
@@ -79,14 +87,8 @@ def test_an_io_error_in_the_middle_of_a_run(tmp_path, capsys):
     (["reproduce", "table-5.1", "--quick", "--ps", "3", "--no-progress"], "ps must be"),
 ])
 def test_unknown_ids_in_every_subcommand(tmp_path, capsys, argv, needle):
-    try:
-        code = main([*argv, "--out", str(tmp_path)] if argv[0] != "reproduce" or len(argv) > 2 else argv)
-    except SystemExit as exc:  # argparse's own usage errors: a "usage:" line, then the error line, exit code 2
-        code = exc.code
-    assert code == 2
-    err = capsys.readouterr().err
-    lines = [line for line in err.strip().splitlines() if not line.startswith("usage:")]
-    assert len(lines) == 1 and "Traceback" not in err and needle in lines[0], err
+    assert _code([*argv, "--out", str(tmp_path)] if argv[0] != "reproduce" or len(argv) > 2 else argv) == 2
+    _one_line_error(capsys, needle)  # argparse's usage errors too: one line, no usage block
 
 
 @pytest.mark.parametrize("env,needle", [
@@ -176,3 +178,119 @@ def test_debug_shows_the_traceback(tmp_path):
     with pytest.raises(ValueError, match="unknown problem"):
         main(["oco", "--quick", "--problems", "nope", "--debug", "--out", str(tmp_path)])
     assert main(["run", "--config", config, "--out", str(tmp_path)]) == 2  # debug does not stick
+
+
+# -- issue 24, item 6: errors that send the user the right way -------------------------------------------------------
+
+OWN_DATA = """name = "own"
+seeds = 1
+[env]
+id = "dpbandit/{env}"
+data = "{data}"
+target = "{target}"
+horizon = 20
+{extra}
+[[agents]]
+type = "random"
+"""
+
+
+def _own(tmp_path, text, env="Classification-v0", target="label", extra="", name="users.csv"):
+    (tmp_path / name).write_text(text)
+    path = tmp_path / "own.toml"
+    path.write_text(OWN_DATA.format(env=env, data=name, target=target, extra=extra))
+    return ["run", "--config", str(path), "--out", str(tmp_path / "runs"), "--no-progress"]
+
+
+@pytest.mark.parametrize("text,extra,needles", [
+    # before: "dpbandit/Classification-v0 needs your data: data='path.csv' ..." although data and target were given
+    ("a,b,label\n1,x,0\n2,y,1\n", "", ("feature column 'b' of data file '", "users.csv' must hold numbers; "
+                                       "row 0 holds 'x'")),
+    ("a,b,label\n", "", ("data file '", "users.csv' holds no rows (only the header line ['a', 'b', 'label'])")),
+    # before: "No columns to parse from file"
+    ("", "", ("data file '", "users.csv' is empty")),
+    # before: "needs your data" (the retry's error); gymnasium's kwargs dump before that
+    ("a,label\n1,0\n2,1\n", "colour = 3", ("env 'dpbandit/Classification-v0' has no parameter 'colour'; its "
+                                           "parameters: dataset, data, target, X, y, horizon")),
+    ("a,label\n1,0\n2,1\n", "standardize = 3", ("standardize must be a bool, got 3",)),
+])
+def test_own_data_errors_name_the_file_and_the_column(tmp_path, capsys, text, extra, needles):
+    line = _fails(capsys, _own(tmp_path, text, extra=extra), *needles)
+    assert "needs your data" not in line and "was raised from the environment creator" not in line
+    assert not (tmp_path / "runs").exists()  # refused before the run directory
+
+
+def test_regression_target_that_is_not_a_number(tmp_path, capsys):
+    # before: "targets (y / the target column) must be numbers" (no file, no column)
+    _fails(capsys, _own(tmp_path, "rooms,price\n3,100\n4,high\n", env="Regression-v0", target="price"),
+           "targets (target column 'price' of data file '", "users.csv') must be numbers; row 1 holds 'high'")
+
+
+def test_a_wrong_environment_keyword_is_one_short_line(tmp_path, capsys):
+    # before: "... was raised from the environment creator for dpbandit/SparseLinear-v0 with kwargs ({...})"
+    line = _fails(capsys, ["run", "--config", _config(tmp_path, env_extra='colour = "red"'), "--out", str(tmp_path)],
+                  "env 'dpbandit/SparseLinear-v0' has no parameter 'colour'; its parameters: n_arms, dim, horizon")
+    assert "kwargs" not in line
+    line = _fails(capsys, ["run", "--config", _config(tmp_path, env_extra='context_scale = "big"'), "--out",
+                           str(tmp_path)], "context_scale")
+    assert "kwargs" not in line and len(line) < 200, line
+
+
+@pytest.mark.parametrize("name,text,needles", [
+    # before: "invalid literal for int() with base 10: 'buy'"
+    ("log.csv", "x,action,reward\n1,0,1\n2,buy,0\n", ("column 'action' of log file '", "log.csv' must hold "
+                                                      "numbers; row 1 holds 'buy'")),
+    # before: "could not convert string to float: 'high'"
+    ("log.csv", "x,action,reward,pscore\n1,0,1,high\n2,1,0,0.5\n", ("column 'pscore' of log file '",
+                                                                   "row 0 holds 'high'")),
+    # before: "No columns to parse from file"
+    ("log.csv", "", ("log file '", "log.csv' is empty")),
+    # before: numpy's "This file contains pickled (object) data. If you trust the file you can load it unsafely ..."
+    ("log.npz", "not an archive\n", ("log file '", "log.npz' is not a NumPy .npz archive")),
+])
+def test_log_file_errors_name_the_file_and_the_column(tmp_path, capsys, name, text, needles):
+    (tmp_path / name).write_text(text)
+    line = _fails(capsys, ["replay", str(tmp_path / name), "--agent", "random"], *needles)
+    assert "allow_pickle" not in line
+
+
+def test_a_config_that_is_a_folder_says_so(tmp_path, capsys):
+    # before: "config file '...' does not exist"
+    _fails(capsys, ["run", "--config", str(tmp_path)], f"config file {str(tmp_path)!r} is a folder, not a TOML file")
+    _fails(capsys, ["replay", "log.npz", "--agent", "random", "--config", str(tmp_path)], "is a folder")
+    (tmp_path / "binary.toml").write_bytes(b"\xff\xfe\x00name")
+    _fails(capsys, ["run", "--config", str(tmp_path / "binary.toml")], "binary.toml' is not a TOML file: it is not "
+                                                                        "UTF-8 text")
+
+
+@pytest.mark.parametrize("argv,line", [
+    # before: "usage: dpbandit reproduce [-h] ..." then "error: the following arguments are required: target, options"
+    (["reproduce"], "dpbandit reproduce: error: name a target; choose one of table-5.1, figure-5.1, fliphat (e.g. "
+                    "dpbandit reproduce table-5.1 --quick)"),
+    (["reproduce", "--quick"], "dpbandit reproduce: error: name a target before the options (got '--quick'); "
+                               "choose one of table-5.1, figure-5.1, fliphat"),
+    # argparse's usage errors: before, a usage block and then the error; now the error line alone
+    (["run", "--seeds", "x"], "dpbandit run: error: argument --seeds: must be an integer >= 1, got 'x' (see "
+                              "dpbandit run --help)"),
+    (["nosuch"], "dpbandit: error: argument command: invalid choice: 'nosuch'"),
+    (["oco", "--seeds", "1e12"], "dpbandit oco: error: argument --seeds: invalid int value: '1e12'"),
+    (["frontier", "--epsilons", "0"], "dpbandit frontier: error: argument --epsilons: must be a number > 0"),
+    (["replay"], "dpbandit replay: error: the following arguments are required: log"),
+    (["reproduce", "table-5.1", "--dims", "x"], "dpbandit reproduce table-5.1: error: argument --dims: invalid int"),
+    (["reproduce", "figure-5.1", "--arms", "3"], "dpbandit reproduce figure-5.1: error: argument --arms: invalid "
+                                                 "choice: 3"),
+    (["reproduce", "fliphat", "--nope"], "dpbandit reproduce fliphat: error: unrecognized arguments: --nope"),
+])
+def test_usage_errors_are_one_line(capsys, argv, line):
+    assert _code(argv) == 2
+    assert _one_line_error(capsys).startswith(line)
+
+
+def test_plot_prints_the_path_it_really_wrote(tmp_path, capsys):
+    # before: "--output x" wrote x.png and printed "Plot: x"
+    assert main(["run", "--config", _config(tmp_path), "--out", str(tmp_path), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["plot", str(tmp_path / "exp"), "--output", str(tmp_path / "figure")]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed == [f"Plot: {tmp_path / 'figure.png'}"] and (tmp_path / "figure.png").stat().st_size > 1000
+    assert not (tmp_path / "figure").exists()
