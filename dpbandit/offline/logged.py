@@ -159,17 +159,24 @@ class LoggedData:
             frame["pscore"] = self.pscore
         return frame
 
-    def write(self, path: str | Path) -> Path:
-        """Write ``.npz`` (the OBP dict; ``pscore`` omitted when not logged) or a ``.csv``/``.parquet`` table."""
+    def write(self, path: str | Path, *, overwrite: bool = False) -> Path:
+        """Write ``.npz`` (the OBP dict; ``pscore`` omitted when not logged) or a ``.csv``/``.parquet`` table, through
+        the output layer (:func:`dpbandit.files.write_atomic`: atomic; an existing file only with ``overwrite``)."""
+        from dpbandit.files import write_atomic
+
         path = Path(path)
         suffix = _check_suffix(path)
-        if suffix == ".npz":
-            np.savez(path, **{k: v for k, v in self.to_obp().items() if v is not None})
-        elif suffix == ".csv":
-            self.to_frame().to_csv(path, index=False)
-        else:
-            _parquet(lambda: self.to_frame().to_parquet(path))
-        return path
+
+        def write(tmp: Path) -> None:
+            if suffix == ".npz":
+                with open(tmp, "wb") as f:
+                    np.savez(f, **{k: v for k, v in self.to_obp().items() if v is not None})
+            elif suffix == ".csv":
+                self.to_frame().to_csv(tmp, index=False)
+            else:
+                _parquet(lambda: self.to_frame().to_parquet(tmp))
+
+        return write_atomic(path, write, kind="single", overwrite=overwrite)
 
 
 def _scalar(value: Any) -> int:
