@@ -47,6 +47,12 @@ class Agent(abc.ABC):
     name: ClassVar[str] = "agent"
     #: Whether the agent claims a privacy guarantee (private agents also provide ``privacy_report()``).
     private: ClassVar[bool] = False
+    #: True only for an agent that ignores the data by design (uniform random play, the reference). Every other
+    #: agent must act on the data or refuse at construction: a parameter that would leave it playing like random
+    #: (an infinite confidence width, a reward clip that removes all signal) is refused with a ``ValueError`` naming
+    #: it, or replaced by a default its docstring and privacy report state
+    #: (:func:`dpbandit.experiment.checks.check_acts_on_data` tests it).
+    ignores_data: ClassVar[bool] = False
 
     def __init__(self, constants: BanditConstants):
         if not isinstance(constants, BanditConstants):

@@ -62,9 +62,13 @@ def check_arm(arm: object, n_arms: int) -> int:
 
 
 class UniformRandom(Agent):
-    """Plays an arm uniformly at random every round (the random-play regret reference)."""
+    """Plays an arm uniformly at random every round (the random-play regret reference).
+
+    ``ignores_data = True``: the one built-in agent exempt from the conformance check that an agent acts on the data
+    (:func:`dpbandit.experiment.checks.check_acts_on_data`), since it is the random play that check compares with."""
 
     name = "random"
+    ignores_data = True
 
     def _reset_state(self) -> None:
         pass
@@ -106,7 +110,12 @@ class Oracle(Agent):
         """The oracle of a (possibly wrapped) dpbandit environment, reading ``env.unwrapped.expected_rewards``."""
         if "expected_rewards" in params:
             raise TypeError("Oracle.from_env takes expected_rewards from the environment; do not pass it")
-        return cls(env.unwrapped.constants, expected_rewards=env.unwrapped.expected_rewards, **params)
+        truth = getattr(env.unwrapped, "expected_rewards", None)
+        if truth is None:
+            raise ValueError(f"oracle needs the environment's true expected rewards, which "
+                             f"{type(env.unwrapped).__name__} does not have (logged data has no ground truth): "
+                             "compare with 'random' or a learning agent instead")
+        return cls(env.unwrapped.constants, expected_rewards=truth, **params)
 
     def _reset_state(self) -> None:
         pass

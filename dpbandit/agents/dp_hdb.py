@@ -60,7 +60,8 @@ import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie, best_and_ties, check_arm
 from dpbandit.agents.lasso_bandit import default_hyperparameters
-from dpbandit.agents.private import Curator, PrivateAgent, check_context_bound, reward_clip_range
+from dpbandit.agents.private import (Curator, PrivateAgent, check_context_bound, require_finite_theta_bound,
+                                     reward_clip_range)
 from dpbandit.compiled import kernel
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss
@@ -232,6 +233,8 @@ class DPHDB(PrivateAgent):
     radius:
         l1 radius b of every arm's constraint set; default the environment's bound on ``||theta||_1``
         (``theta_bound`` for an l1 bound, ``sqrt(s)`` or ``s`` times it for l2 / l_inf bounds on s-sparse vectors).
+        With ``theta_bound = inf`` (own-data and replay environments, unless stated) and no ``radius``,
+        construction refuses in one line naming ``theta_bound`` and ``radius``: Frank-Wolfe needs a bounded set.
     warmup:
         Forced samples per arm t0 (an integer >= 0, at most T // K); default :func:`warmup_length`.
     reward_bound:
@@ -299,8 +302,9 @@ class DPHDB(PrivateAgent):
 
     @staticmethod
     def _default_radius(c: BanditConstants) -> float:
+        bound = require_finite_theta_bound(c, "dp_hdb", "the l1 radius b of its DP-POFW learners", "radius=b")
         factor = {"l1": 1.0, "l2": math.sqrt(c.sparsity), "linf": float(c.sparsity)}[c.theta_norm]
-        return c.theta_bound * factor
+        return bound * factor
 
     def _make_curator(self, privacy_rng: np.random.Generator) -> HDBCurator:
         return HDBCurator(self, privacy_rng)

@@ -80,7 +80,8 @@ from dpbandit.agents import dp_ucb_kernels as kernels
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
 from dpbandit.agents.dp_ucb_release import DPUCBRelease, factor, frozen, ucb_index
 from dpbandit.agents.private import (CONTEXT_RTOL, Curator, PrivateAgent, RewardClip, check_context_bound,
-                                     context_l2_bound, l2_bound_text, reward_clip_range)
+                                     context_l2_bound, l2_bound_text, require_finite_theta_bound,
+                                     reward_clip_range)
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.tree_calibration import calibrate_tree_sigma
@@ -336,6 +337,12 @@ class DPUCB(PrivateAgent):
         environment's reward range, or the mean bounds -/+ 4 noise_std when rewards are unbounded).
     horizon:
         Optional check: must equal the environment's T (the trees and widths are sized by it).
+
+    The confidence width needs S, the environment's finite ``theta_bound``: with ``theta_bound = inf`` (the default
+    of the own-data and replay environments, where the bound is unknown) every index would be infinite and the agent
+    would play uniformly at random, so construction refuses in one line naming ``theta_bound``
+    (:func:`~dpbandit.agents.private.require_finite_theta_bound`). There is no default S: a guessed bound would
+    silently decide how much the agent explores.
     """
 
     name = "dp_ucb"
@@ -356,6 +363,7 @@ class DPUCB(PrivateAgent):
         alpha = 1.0 / T if alpha is None else check_real("alpha", alpha, low=0.0, high=1.0, low_inclusive=False,
                                                          high_inclusive=False)
         calibration = check_choice("calibration", calibration, CALIBRATIONS)
+        require_finite_theta_bound(constants, "dp_ucb", "its confidence width")
         lam = check_real("lam", lam, low=0.0)
         if math.isinf(epsilon) and lam == 0.0:
             raise ValueError("lam must be > 0 when epsilon = inf (noise off: no 2 Upsilon shift regularises V_t)")

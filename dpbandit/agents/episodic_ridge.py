@@ -41,7 +41,10 @@ exact sigma_G = 4.505, sigma_b = 12.61; zcdp 4.961, 13.89.
 
 Default share ``w = L S / (L S + 2 B)`` (S = theta_bound): the error of ``theta_hat`` from the moment noise scales
 as ``sigma_b``, from the Gram noise as ``sigma_G ||theta|| <= sigma_G S``; minimising
-``(2 L B)^2/(1 - w) + (L^2 S)^2/w`` gives this w (public constants only; 0.26 on SharedLinear-v0).
+``(2 L B)^2/(1 - w) + (L^2 S)^2/w`` gives this w (public constants only; 0.26 on SharedLinear-v0). With
+``theta_bound = inf`` (the own-data and replay environments' default: no bound stated) the formula is undefined
+(inf/inf); the default is then ``w = 1/2`` (:data:`UNBOUNDED_GRAM_SHARE`, an even split), and the privacy report's
+note says so. The guarantee does not depend on w; only the split of the noise between G~ and b~ does.
 
 **Regulariser** ``lam = ridge + 2 sigma_G sqrt(m d)`` by default: the sum of m symmetric noises has off-diagonal
 std ``sqrt(m) sigma_G``, and the spectral norm of such a d x d Wigner matrix concentrates at ``2 sqrt(m d) sigma_G``,
@@ -75,11 +78,13 @@ from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
 from dpbandit.validation import check_choice, check_int, check_real
 
 __all__ = ["EpisodicRidge", "EpisodicRidgeCalibration", "EpisodicRidgeCurator", "EpisodicRidgeRelease", "MODES",
-           "ridge_scores"]
+           "UNBOUNDED_GRAM_SHARE", "ridge_scores"]
 
 #: Estimate from the last release only, or from the sum of all releases.
 MODES: tuple[str, ...] = ("forget", "sum")
 _SAFETY = 1.0 + 1e-9  # noise scales rounded up so the target survives floating-point error
+#: Default ``gram_share`` when ``theta_bound`` is infinite (the optimal share ``L S / (L S + 2 B)`` is undefined).
+UNBOUNDED_GRAM_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class EpisodicRidgeCalibration:
     context_norm: str
     context_bound: float
     gram_share: float
+    gram_share_rule: str  # how gram_share was chosen (stated in the privacy report)
     sigma_G: float
     sigma_b: float
     ridge: float
@@ -110,8 +116,14 @@ class EpisodicRidgeCalibration:
         L = context_l2_bound(c)
         clip = reward_clip_range(c, reward_clip, name="reward_clip")
         B = clip.bound
-        if gram_share is None:
-            gram_share = L * c.theta_bound / (L * c.theta_bound + 2.0 * B)
+        if gram_share is not None:
+            rule = "given"
+        elif math.isfinite(c.theta_bound):
+            gram_share, rule = L * c.theta_bound / (L * c.theta_bound + 2.0 * B), "default L S / (L S + 2 B)"
+        else:
+            gram_share = UNBOUNDED_GRAM_SHARE
+            rule = ("default for theta_bound = inf: an even split (L S / (L S + 2 B) needs a finite theta_bound; "
+                    "pass theta_bound= to the environment or gram_share=)")
         w = check_real("gram_share", gram_share, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         if budget.noise_off:
             calibration, sigma_G, sigma_b = "none", 0.0, 0.0
@@ -121,7 +133,7 @@ class EpisodicRidgeCalibration:
             sigma_b = _SAFETY * 2.0 * L * B / (math.sqrt(1.0 - w) * mu)
         return cls(budget=budget, calibration=calibration, n_models=c.n_arms if c.structure == "disjoint" else 1,
                    dim=c.dim, L=L, B=B, clip=clip, context_norm=c.context_norm, context_bound=c.context_bound,
-                   gram_share=w, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam, mode=mode,
+                   gram_share=w, gram_share_rule=rule, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam, mode=mode,
                    ucb_alpha=ucb_alpha)
 
     def regulariser(self, m: int) -> float:
@@ -249,8 +261,8 @@ class EpisodicRidgeCurator(EpisodicCurator):
         cal = self.cal
         if cal.calibration == "none":
             return f"Estimate: mode {cal.mode!r}, ridge {cal.ridge:g}."
-        return (f"Calibration {cal.calibration!r}: gram_share w = {cal.gram_share:.4g}, sigma_G = {cal.sigma_G:.6g}, "
-                f"sigma_b = {cal.sigma_b:.6g}; estimate mode {cal.mode!r} (post-processing: each user is in one "
+        return (f"Calibration {cal.calibration!r}: gram_share w = {cal.gram_share:.4g} ({cal.gram_share_rule}), "
+                f"sigma_G = {cal.sigma_G:.6g}, sigma_b = {cal.sigma_b:.6g}; estimate mode {cal.mode!r} (post-processing: each user is in one "
                 f"release either way), regulariser {cal.regulariser(1):.6g} for one release.")
 
 
@@ -266,7 +278,8 @@ class EpisodicRidge(PrivateAgent):
     calibration:
         ``"exact"`` (analytic Gaussian, default) or ``"zcdp"`` (zCDP with the CKS conversion, the spec's form).
     gram_share:
-        Share w in (0, 1) of the budget (mu^2) spent on the Gram matrix; default ``L S / (L S + 2 B)``.
+        Share w in (0, 1) of the budget (mu^2) spent on the Gram matrix; default ``L S / (L S + 2 B)``, or 1/2
+        when ``theta_bound`` is infinite (stated in the privacy report's note).
     first_episode:
         Users in episode 0 (int >= 1); default d (shared) or K d (disjoint).
     mode:

@@ -51,7 +51,7 @@ import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator
-from dpbandit.agents.private import PrivateAgent, RewardClip, reward_clip_range
+from dpbandit.agents.private import PrivateAgent, RewardClip, require_finite_theta_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
 from dpbandit.optim.niht import LINKS, NIHTConfig, niht, published_peeling_scale
@@ -64,9 +64,12 @@ __all__ = ["FLIPHAT", "FLIPHATCurator", "FLIPHATRelease", "default_radius", "gre
 
 def default_radius(constants: BanditConstants) -> float:
     """C: the public l1 bound on theta implied by the environment's constants (``theta_bound`` for an l1 bound;
-    ``sqrt(s)`` or ``s`` times it for l2 / l_inf bounds on s-sparse vectors). Never the realised parameter."""
+    ``sqrt(s)`` or ``s`` times it for l2 / l_inf bounds on s-sparse vectors). Never the realised parameter. An
+    infinite ``theta_bound`` (own-data and replay environments, unless stated) is refused in one line naming
+    ``theta_bound`` and FLIPHAT's ``radius``: the l1 projection needs a bounded ball."""
+    bound = require_finite_theta_bound(constants, "fliphat", "the l1 projection radius C of N-IHT", "radius=C")
     factor = {"l1": 1.0, "l2": math.sqrt(constants.sparsity), "linf": float(constants.sparsity)}[constants.theta_norm]
-    return constants.theta_bound * factor
+    return bound * factor
 
 
 def greedy_scores(theta: np.ndarray, observation: np.ndarray) -> np.ndarray:
@@ -204,7 +207,8 @@ class FLIPHAT(PrivateAgent):
     min_count:
         Disjoint structure: arms with ``n_tilde_a < min_count`` keep theta_a = 0; default ``max(10, 3 sigma_c)``.
     radius:
-        C, the l1 projection radius; default :func:`default_radius` (from ``theta_bound``; spec D-F3).
+        C, the l1 projection radius; default :func:`default_radius` (from ``theta_bound``; spec D-F3; refused in one
+        line when ``theta_bound`` is infinite).
     first_episode:
         Users in episode 0 (then doubling); default 1 (the paper's schedule).
     iterate_sensitivity:

@@ -51,7 +51,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
-from dpbandit.agents.private import Curator, PrivateAgent, reward_clip_range
+from dpbandit.agents.private import Curator, PrivateAgent, require_finite_theta_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss
 from dpbandit.optim.protocol import StreamingLearner
@@ -154,7 +154,8 @@ class OCOAgent(PrivateAgent):
         ``{"window": 64}``; ``dim``, ``horizon``, ``loss`` and ``rng`` are set by the agent, and the environment's
         public bounds (:meth:`known_constants`) fill ``x_bound``, ``y_bound`` and ``radius`` when the learner takes
         them. The learner's privacy parameters (``epsilon``, ``delta``, ``tau``) may be set here only with
-        ``epsilon=None``.
+        ``epsilon=None``. A learner with a ``radius`` on an environment whose ``theta_bound`` is infinite (own-data
+        and replay environments, unless stated) is refused in one line unless ``learner_params`` sets ``radius``.
     epsilon, delta:
         The agent's privacy budget, with the convention of the other private agents: ``epsilon = 1`` by default,
         ``inf`` = noise off (guarantee "none"); ``delta`` default ``1/T`` for learners with Gaussian noise
@@ -197,6 +198,9 @@ class OCOAgent(PrivateAgent):
             raise TypeError(f"mu: learner {learner!r} takes no ridge parameter")
         self.mu = None if mu is None else check_real("mu", mu, low=0.0)
         self.learner_params = dict(learner_params) if self.mu is None else {**learner_params, "mu": self.mu}
+        if "radius" in learner_hyperparameters(learner) and "radius" not in learner_params:
+            require_finite_theta_bound(constants, f"oco (learner {learner!r})", "the radius of the learner's domain",
+                                       "learner_params={'radius': ...}")
         self._loss = SquaredLoss(scale=0.5) if self.loss_name == "squared" else LogisticLoss()
         self._learner_cls = cls
         self.constants, self.n_arms, self.dim = constants, constants.n_arms, constants.dim

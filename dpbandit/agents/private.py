@@ -18,7 +18,14 @@ reports its guarantee through ``privacy_report()``.
 Every sensitivity of a private agent rests on public bounds, never on the data: :func:`check_context_bound` refuses
 contexts beyond the declared bound, and :func:`reward_clip_range` is the one rule by which private agents clip
 rewards (the environment's range when rewards are bounded, the mean bounds +- 4 noise standard deviations when they
-are Gaussian), stated in their privacy reports.
+are Gaussian), stated in their privacy reports. A clip that would map every possible reward to one value (an override
+``c`` whose ``[-c, c]`` does not reach into the rewards' range) is refused: the agent would learn from nothing.
+
+No silently meaningless agent: an agent whose constants leave a quantity it needs undefined refuses at construction,
+in one line naming the parameter and the fix (:func:`require_finite_theta_bound`: DP-UCB's confidence width, the l1
+radius of DP-HDB and FLIPHAT and the OCO learners' radius need a finite ``theta_bound``, which the own-data and
+replay environments leave at ``inf`` unless the user states one), or uses a documented default that its privacy
+report states (episodic ridge's ``gram_share``).
 """
 
 from __future__ import annotations
@@ -36,7 +43,8 @@ from dpbandit.envs.constants import BanditConstants
 from dpbandit.seeding import stream
 from dpbandit.validation import check_real
 
-__all__ = ["Curator", "PrivateAgent", "check_context_bound", "context_l2_bound", "l2_bound_text", "REWARD_CLIP_STDS", "RewardClip", "reward_clip_range"]
+__all__ = ["Curator", "PrivateAgent", "check_context_bound", "context_l2_bound", "l2_bound_text", "REWARD_CLIP_STDS",
+           "RewardClip", "require_finite_theta_bound", "reward_clip_range", "reward_reach"]
 
 #: Reach of the default reward clip for unbounded (Gaussian-noise) rewards, in noise standard deviations.
 REWARD_CLIP_STDS = 4.0
@@ -168,7 +176,8 @@ def reward_clip_range(constants: BanditConstants, override: float | None = None,
                       n_std: float = REWARD_CLIP_STDS) -> RewardClip:
     """The reward clip of a private agent, from public constants only (the agent's sensitivities rest on it):
 
-    * ``override`` c > 0 (the agent's own parameter, validated under ``name``): ``[-c, c]``;
+    * ``override`` c > 0 (the agent's own parameter, validated under ``name``): ``[-c, c]``; refused (``ValueError``)
+      when ``[-c, c]`` misses the range below, so that every reward would be clipped to one value;
     * bounded rewards (Bernoulli links, an environment with ``reward_clip``): the environment's range
       ``[reward_low, reward_high]``, which clips nothing;
     * unbounded Gaussian rewards (identity link): ``[mean_low - n_std noise_std, mean_high + n_std noise_std]``. A
@@ -182,11 +191,37 @@ def reward_clip_range(constants: BanditConstants, override: float | None = None,
     if not isinstance(constants, BanditConstants):
         raise TypeError(f"constants must be a BanditConstants, got {type(constants).__name__}")
     n_std = check_real("n_std", n_std, low=0.0)
-    if override is not None:
-        c = check_real(name, override, low=0.0, low_inclusive=False)
-        return RewardClip(-c, c, f"{name} = {c:g}")
+    low, high, rule = reward_reach(constants, n_std)
+    if override is None:
+        return RewardClip(low, high, rule)
+    c = check_real(name, override, low=0.0, low_inclusive=False)
+    if low < high and (c <= low or -c >= high):  # [-c, c] misses the rewards: every reward becomes one value
+        value, needed = (c, low) if c <= low else (-c, -high)
+        raise ValueError(f"{name} = {c:g} clips every reward to {value:g}: rewards lie in [{low:.6g}, {high:.6g}] "
+                         f"({rule}), so the agent would learn nothing; pass {name} > {needed:.6g}, or leave it "
+                         "unset to clip to that range")
+    return RewardClip(-c, c, f"{name} = {c:g}")
+
+
+def reward_reach(constants: BanditConstants, n_std: float = REWARD_CLIP_STDS) -> tuple[float, float, str]:
+    """``(low, high, rule)``: the range the default clip of :func:`reward_clip_range` keeps, and its rule — the
+    environment's reward range when it is bounded, else the mean bounds -/+ ``n_std`` noise standard deviations."""
     if math.isfinite(constants.reward_low) and math.isfinite(constants.reward_high):
-        return RewardClip(constants.reward_low, constants.reward_high, "the environment's reward range")
+        return constants.reward_low, constants.reward_high, "the environment's reward range"
     widen = n_std * constants.noise_std
-    return RewardClip(constants.mean_low - widen, constants.mean_high + widen,
-                      f"unbounded Gaussian rewards: mean bounds -/+ {n_std:g} noise_std = {constants.noise_std:g}")
+    return (constants.mean_low - widen, constants.mean_high + widen,
+            f"unbounded Gaussian rewards: mean bounds -/+ {n_std:g} noise_std = {constants.noise_std:g}")
+
+
+def require_finite_theta_bound(constants: BanditConstants, agent: str, use: str, override: str = "") -> float:
+    """``constants.theta_bound`` when it is finite; otherwise ``ValueError`` in one line naming ``theta_bound``, what
+    ``agent`` needs it for (``use``) and the fixes (the environment's ``theta_bound``, replay's ``--theta-bound``,
+    or the agent's own ``override`` parameter). The own-data and replay environments leave it at ``inf`` (unknown)
+    unless the user states one: without it a confidence width or a projection radius is infinite."""
+    if math.isfinite(constants.theta_bound):
+        return constants.theta_bound
+    norm = constants.theta_norm[1:]
+    alt = f", or pass {override}" if override else ""
+    raise ValueError(f"{agent} needs a finite theta_bound (the environment's bound on ||theta||_{norm}, for {use}), "
+                     "got inf: pass theta_bound=... to the environment (e.g. gymnasium.make(id, theta_bound=1.0)) or "
+                     f"--theta-bound to dpbandit replay{alt}")

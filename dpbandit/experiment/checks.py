@@ -19,14 +19,24 @@ state; ``act``/``update`` never write into the observation or the ``info`` array
 ledger; every noise draw of the curator comes from the generator it was given (same generator state, same
 releases; another state, other releases) and nothing else; optionally a quick empirical audit of the release
 stream on neighbouring user streams (``audit=True``; a lower bound above the claimed epsilon fails).
+
+``check_acts_on_data`` (no silently meaningless agent): a registered agent, built by ``make_agent`` on an
+environment (a simulator, an own-data environment, or :class:`~dpbandit.offline.ReplayEnv` with a log), either
+refuses at construction with a one-line ``ValueError``/``TypeError``, or, in a short run with a strong signal,
+plays a best arm clearly more often than uniform random play could: in the second half of the rounds its hits
+must exceed random's expected hits by the Hoeffding margin ``sqrt(m ln(1/alpha) / 2)`` (alpha = 1e-6), which
+random play exceeds with probability below alpha. Only an agent that declares ``ignores_data`` (the random
+reference) is exempt.
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+import math
 import pickle
 import random
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -34,7 +44,7 @@ import numpy as np
 from dpbandit.agents.base import Agent
 from dpbandit.agents.private import PrivateAgent
 
-__all__ = ["ConformanceError", "check_agent", "check_private_agent"]
+__all__ = ["ConformanceError", "ActsOnData", "check_acts_on_data", "check_agent", "check_private_agent"]
 
 
 class ConformanceError(AssertionError):
@@ -252,3 +262,95 @@ def _quick_audit(agent: PrivateAgent, data, report, n_samples: int) -> None:
     )
     if result.epsilon_lower_bound > report.epsilon:
         _fail("audit", f"empirical lower bound {result.epsilon_lower_bound:.3f} > claimed epsilon {report.epsilon}")
+
+
+#: Probability that uniform random play passes :func:`check_acts_on_data` (Hoeffding bound).
+RANDOM_PASS_PROBABILITY = 1e-6
+
+
+@dataclass(frozen=True)
+class ActsOnData:
+    """Outcome of :func:`check_acts_on_data`: ``"refused"`` (``message`` is the one-line refusal), ``"exempt"``
+    (the agent declares ``ignores_data``) or ``"acts"`` (``hits`` best-arm plays in the ``rounds`` scored, against
+    ``threshold``, above which uniform random play lands with probability below 1e-6)."""
+
+    outcome: str
+    message: str = ""
+    hits: int = 0
+    rounds: int = 0
+    threshold: float = 0.0
+
+
+def check_acts_on_data(name: Any, env: Any, params: dict | None = None, *, log: Any = None, seed: int = 0,
+                       n_rounds: int = 400) -> ActsOnData:
+    """Build agent ``name`` with ``make_agent(name, env, **params)`` and check that it refuses in one line or acts
+    on the data (module docstring). ``env`` is a dpbandit environment played for ``n_rounds`` rounds, or a
+    :class:`~dpbandit.offline.ReplayEnv` with ``log``, a :class:`~dpbandit.offline.LoggedData` holding
+    ``extra["expected_reward"]`` (:func:`~dpbandit.offline.log_policy`), replayed once (every logged round scored).
+    Raises :class:`ConformanceError` otherwise."""
+    from dpbandit.agents import make_agent
+
+    try:
+        agent = make_agent(name, env, **(params or {}))
+    except (ValueError, TypeError) as exc:
+        message = str(exc)
+        if not message.strip() or "\n" in message:
+            _fail("one-line refusal", f"{name!r} refused with a message that is not one line: {message!r}")
+        return ActsOnData("refused", message)
+    except Exception as exc:  # noqa: BLE001 - a crash is not a refusal
+        _fail("one-line refusal", f"{name!r} raised {type(exc).__name__} at construction ({exc}); a refusal must be "
+                                  "a ValueError or TypeError naming the parameter")
+    if getattr(type(agent), "ignores_data", False):
+        return ActsOnData("exempt", f"{type(agent).__name__} declares ignores_data")
+    means, actions = _replay_means(agent, log, seed) if log is not None else _online_means(agent, env, seed, n_rounds)
+    scored = slice(len(actions) // 2, None)  # the second half: after some learning
+    means, actions = means[scored], np.asarray(actions[scored])
+    best = means == means.max(axis=1, keepdims=True)
+    hits = int(best[np.arange(len(actions)), actions].sum())
+    m = len(actions)
+    threshold = float(best.mean(axis=1).sum()) + math.sqrt(m * math.log(1.0 / RANDOM_PASS_PROBABILITY) / 2.0)
+    if not hits > threshold:
+        _fail("acts on data", f"{name!r} played a best arm in {hits} of the last {m} rounds, no more than uniform "
+                              f"random play could ({threshold:.1f}): it ignores the data; refuse the parameter that "
+                              "makes it meaningless, in one line at construction")
+    return ActsOnData("acts", hits=hits, rounds=m, threshold=threshold)
+
+
+def _online_means(agent: Agent, env: Any, seed: int, n_rounds: int) -> tuple[np.ndarray, list[int]]:
+    """Every round's expected rewards (n, K) and the agent's actions in one episode of ``env``."""
+    obs, _ = env.reset(seed=seed)
+    agent.reset(seed)
+    means, actions = [], []
+    for _ in range(n_rounds):
+        arm = int(agent.act(obs))
+        next_obs, reward, _, truncated, info = env.step(arm)
+        agent.update(obs, arm, reward, info)
+        means.append(np.asarray(info["mean_rewards"], dtype=float))
+        actions.append(arm)
+        obs = next_obs
+        if truncated:
+            break
+    return np.array(means), actions
+
+
+def _replay_means(agent: Agent, log: Any, seed: int) -> tuple[np.ndarray, list[int]]:
+    """The logged rounds' expected rewards and the agent's choice in each, from one replay pass over ``log`` in
+    order (the i-th call of ``act`` is logged round i)."""
+    from dpbandit.offline import evaluate_offline
+
+    truth = log.extra.get("expected_reward") if log.extra else None
+    if truth is None:
+        raise TypeError("log must hold extra['expected_reward'] (dpbandit.offline.log_policy keeps it)")
+    actions: list[int] = []
+    act = agent.act
+
+    def recording(observation):
+        actions.append(int(act(observation)))
+        return actions[-1]
+
+    agent.act = recording  # the instance attribute shadows the method for this pass only
+    try:
+        evaluate_offline(log, agent, seed, estimators=("replay",))
+    finally:
+        del agent.act
+    return np.asarray(truth, dtype=float)[: len(actions)], actions

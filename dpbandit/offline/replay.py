@@ -49,9 +49,12 @@ from dpbandit.offline.reward_model import cross_fitted_rewards
 from dpbandit.seeding import stream
 from dpbandit.validation import check_choice, check_int, check_real
 
-__all__ = ["ReplayEnv", "OfflineResult", "evaluate_offline", "OFFLINE_PRIVACY_SCOPE", "ESTIMATORS"]
+__all__ = ["ReplayEnv", "OfflineResult", "evaluate_offline", "OFFLINE_PRIVACY_SCOPE", "ESTIMATORS",
+           "MIN_EXPECTED_ACCEPTED", "check_replayable", "expected_accepted"]
 
 ESTIMATORS: tuple[str, ...] = ("replay", "ips", "dr")
+#: Fewest accepted rounds a full replay pass must expect (``n_rounds * p_min``); below it replay is refused.
+MIN_EXPECTED_ACCEPTED = 10.0
 
 #: What a private agent's report means when it is evaluated on logged data (also in every result).
 OFFLINE_PRIVACY_SCOPE = (
@@ -81,8 +84,9 @@ class ReplayEnv:
         """Constants for replaying ``data`` for ``horizon`` accepted rounds with contexts in the ``context_norm``
         ball of radius ``context_bound`` and rewards in ``reward_range`` (public bounds a private agent
         calibrates to; :func:`evaluate_offline` enforces them). ``theta_norm``/``theta_bound``: an assumed bound
-        on the linear reward model, which UCB-type agents need for their confidence widths (with the default
-        ``inf`` their widths are infinite and they play uniformly at random). Bounded rewards are
+        on the linear reward model, which UCB-type agents need for their confidence widths and projection-based agents
+        for their radius (with the default ``inf``, unknown, those agents refuse at construction in one line naming
+        ``theta_bound``: :func:`~dpbandit.agents.private.require_finite_theta_bound`). Bounded rewards are
         ``(high - low)/2``-sub-Gaussian, stated as ``noise_std``."""
         low, high = _check_range(reward_range)
         check_choice("context_norm", context_norm, CONTEXT_NORMS)
@@ -95,6 +99,41 @@ class ReplayEnv:
             theta_bound=theta_bound, sparsity=data.dim, noise_std=(high - low) / 2, reward_low=low,
             reward_high=high, mean_low=low, mean_high=high,
         ))
+
+
+def _propensities(data: LoggedData, uniform: bool) -> np.ndarray:
+    """The logged propensities, or ``1/K`` for a log declared uniform; ``ValueError`` when there are none."""
+    if data.pscore is not None:
+        return data.pscore
+    if not uniform:
+        raise ValueError("the log has no propensities (pscore): pass uniform=True (CLI: --uniform) if the "
+                         "logging policy was uniformly random, otherwise log the propensities")
+    return np.full(data.n_rounds, 1.0 / data.n_actions)
+
+
+def expected_accepted(data: LoggedData, uniform: bool = False) -> float:
+    """``n_rounds * p_min``: the expected number of accepted rounds of one full replay pass, whatever the agent
+    (every round is accepted with probability ``p_min`` given its context: module docstring). It is the default
+    replay horizon of ``dpbandit replay``."""
+    return data.n_rounds * float(_propensities(data, uniform).min())
+
+
+def check_replayable(data: LoggedData, uniform: bool = False) -> float:
+    """:func:`expected_accepted`, after refusing (``ValueError``, one line) a log whose smallest propensity leaves
+    fewer than :data:`MIN_EXPECTED_ACCEPTED` expected accepted rounds: one near-zero propensity makes rejection
+    sampling accept almost nothing, so the agents would learn from nothing and the replay estimate would be
+    undefined (NaN). The message names the round, the count and the fix."""
+    pscore = _propensities(data, uniform)
+    expected = data.n_rounds * float(pscore.min())
+    if expected >= MIN_EXPECTED_ACCEPTED:
+        return expected
+    threshold = MIN_EXPECTED_ACCEPTED / data.n_rounds
+    low = int(np.count_nonzero(pscore < threshold))
+    raise ValueError(
+        f"the smallest logged propensity is {pscore.min():.3g} (round {int(pscore.argmin())}), so replay (accepting a "
+        f"matched round with probability p_min/p) expects n_rounds * p_min = {expected:.3g} accepted rounds, fewer "
+        f"than {MIN_EXPECTED_ACCEPTED:g}: its estimate would be undefined; drop or correct the {low} round(s) with "
+        f"propensity below {MIN_EXPECTED_ACCEPTED:g}/n_rounds = {threshold:.3g}")
 
 
 def _check_range(reward_range: Any) -> tuple[float, float]:
@@ -139,7 +178,9 @@ def evaluate_offline(data: LoggedData, agent: Agent, seed: int, *, uniform: bool
     the pass stops there or at the end of the log), the context bound (contexts are brought into it with
     :func:`~dpbandit.envs.contexts.normalise`, mode ``normalize``) and the reward range (rewards outside it are
     refused: the agent's calibration rests on it). ``uniform=True`` declares a uniformly random logging policy when
-    no propensities were logged. ``reward_model`` ``(n, K)``: DR's ``q`` (default: cross-fitted ridge).
+    no propensities were logged. ``reward_model`` ``(n, K)``: DR's ``q`` (default: cross-fitted ridge). With
+    ``"replay"`` among the ``estimators``, a log whose smallest propensity leaves fewer than
+    :data:`MIN_EXPECTED_ACCEPTED` expected accepted rounds is refused before any work (:func:`check_replayable`).
     """
     if not isinstance(data, LoggedData):
         raise TypeError(f"data must be a LoggedData, got {type(data).__name__}")
@@ -157,12 +198,9 @@ def evaluate_offline(data: LoggedData, agent: Agent, seed: int, *, uniform: bool
         raise ValueError(f"logged rewards lie in [{data.reward.min():g}, {data.reward.max():g}], outside the stated "
                          f"reward_range [{c.reward_low:g}, {c.reward_high:g}] the agent is calibrated to: widen "
                          "reward_range or clip the rewards")
-    pscore = data.pscore
-    if pscore is None:
-        if not uniform:
-            raise ValueError("the log has no propensities (pscore): pass uniform=True (CLI: --uniform) if the "
-                             "logging policy was uniformly random, otherwise log the propensities")
-        pscore = np.full(data.n_rounds, 1.0 / data.n_actions)
+    pscore = _propensities(data, uniform)
+    if "replay" in estimators:
+        check_replayable(data, uniform)
     order = stream(seed, "contexts").permutation(data.n_rounds) if shuffle else np.arange(data.n_rounds)
     coins = stream(seed, "reward_noise").random(data.n_rounds)
     accept_prob = pscore.min() / pscore
