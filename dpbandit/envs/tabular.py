@@ -12,8 +12,9 @@ columns stay 0), then every row is scaled (``normalize="scale"``) or projected (
 ``reward_low = mean_low = 0`` and ``reward_high = mean_high = 1``. The standardisation uses statistics of the
 whole table: treat them as public constants (a private analysis of one's own data must fix them from public
 knowledge instead, e.g. by passing features already scaled to known ranges with ``standardize=False``).
-``theta_bound`` (default ``inf``: unknown) is an assumed l2 bound on a linear reward model; UCB-type agents (LinUCB's
-private sibling DP-UCB) need a finite one for their confidence widths, without it they play uniformly at random.
+``theta_bound`` (default ``inf``: unknown) is an assumed l2 bound on a linear reward model; agents that need a finite
+one (DP-UCB's confidence width, the l1 radius of DP-HDB and FLIPHAT) refuse at construction without it, in one line
+naming ``theta_bound`` (:func:`dpbandit.agents.private.require_finite_theta_bound`).
 
 User data (:func:`check_table`, :func:`read_table`) is checked before any work: a 2-D finite numeric feature
 matrix with at least one row and column, a 1-D target of the same length without missing values, and a file
