@@ -42,17 +42,25 @@ def _agent_spec(text: str):
 
 def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=False, context_norm="l2",
                  context_bound=1.0, reward_range=(0.0, 1.0), theta_norm="l2", theta_bound=math.inf) -> pd.DataFrame:
-    """One row per agent: guarantee, ε, δ, accepted rounds and each estimate (mean over seeds, 95% CI)."""
+    """One row per agent: guarantee, ε, δ, accepted rounds and each estimate (mean over seeds, 95% CI).
+
+    Everything is checked before any replay: the log must let replay expect at least
+    :data:`~dpbandit.offline.replay.MIN_EXPECTED_ACCEPTED` accepted rounds (one near-zero propensity makes
+    rejection sampling accept almost nothing: refused in one line, :func:`~dpbandit.offline.replay.check_replayable`),
+    and every agent is built first (an agent that would be meaningless, e.g. DP-UCB without ``theta_bound``,
+    refuses in one line). The default ``horizon`` is the expected number of accepted rounds, ``n_rounds * p_min``.
+    An estimate that is still undefined (no accepted round in a seed) is refused, never printed as NaN."""
     from dpbandit.agents import make_agent
     from dpbandit.offline import OFFLINE_PRIVACY_SCOPE, ReplayEnv, evaluate_offline
+    from dpbandit.offline.replay import check_replayable
 
-    pmin = (1.0 / data.n_actions) if data.pscore is None else float(data.pscore.min())
-    horizon = horizon or max(1, int(data.n_rounds * pmin))
+    expected = check_replayable(data, uniform)
+    horizon = horizon or max(1, int(expected))
     env = ReplayEnv.from_logged(data, horizon, context_norm=context_norm, context_bound=context_bound,
                                 reward_range=reward_range, theta_norm=theta_norm, theta_bound=theta_bound)
+    agents = [(spec, make_agent(spec.type, env, **spec.params)) for spec in specs]
     rows = []
-    for spec in specs:
-        agent = make_agent(spec.type, env, **spec.params)
+    for spec, agent in agents:
         results = [evaluate_offline(data, agent, seed, uniform=uniform, shuffle=shuffle) for seed in seeds]
         report = results[0].privacy_report or {}
         row = {"agent": spec.label, "guarantee": report.get("guarantee", "none"),
@@ -60,6 +68,11 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
                "accepted": float(np.mean([r.accepted for r in results]))}
         for name in results[0].estimates:
             means = np.array([r.estimates[name][0] for r in results])
+            if not np.isfinite(means).all():
+                bad = [seed for seed, r in zip(seeds, results) if not math.isfinite(r.estimates[name][0])]
+                raise ValueError(f"agent {spec.label!r}: the {name} estimate is undefined in seed(s) {bad} "
+                                 f"(accepted rounds per seed: {[r.accepted for r in results]}; expected "
+                                 f"{expected:.3g} per full pass): use a longer log or fewer rounds of tiny propensity")
             if len(results) > 1:
                 half = float(stats.t.ppf(0.975, len(means) - 1) * means.std(ddof=1) / math.sqrt(len(means)))
             else:
