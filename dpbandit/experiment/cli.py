@@ -191,6 +191,23 @@ _DELEGATED = {"oco": "dpbandit.experiment.oco", "frontier": "dpbandit.experiment
               "replay": "dpbandit.experiment.replay_cli", "reproduce": "dpbandit.experiment.reproduce"}
 
 
+def command_parsers() -> dict[str, argparse.ArgumentParser]:
+    """The parser of every command by its words: ``"run"``, ``"plot"``, ..., the delegated commands' own parsers
+    (``"oco"``, ``"frontier"``, ``"replay"``) and one per reproduction (``"reproduce table-5.1"``, ...); the
+    command line's fuzz test reads every subcommand and flag from here."""
+    from importlib import import_module
+
+    from dpbandit.experiment.reproduce import REPRODUCTIONS
+    from dpbandit.experiment.reproduce import build_parser as reproduction_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parsers = {name: p for name, p in sub.choices.items() if name not in _DELEGATED}
+    parsers.update({name: import_module(module).build_parser() for name, module in _DELEGATED.items()
+                    if name != "reproduce"})
+    parsers.update({f"reproduce {target}": reproduction_parser(target) for target in REPRODUCTIONS})
+    return parsers
+
+
 def _cmd_delegated(args: argparse.Namespace) -> int:
     from importlib import import_module
 

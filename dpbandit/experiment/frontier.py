@@ -365,13 +365,18 @@ def cli_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m dpbandit.experiment.frontier [options]`` (the same as ``dpbandit frontier``)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``dpbandit frontier`` (one-line usage errors, :mod:`dpbandit.experiment.arguments`)."""
     from dpbandit.experiment.arguments import OneLineParser
 
     parser = OneLineParser(prog="dpbandit frontier", description=__doc__.splitlines()[0])
     add_arguments(parser)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m dpbandit.experiment.frontier [options]`` (the same as ``dpbandit frontier``)."""
+    args = build_parser().parse_args(argv)
     try:
         return cli_command(args)
     except EXPECTED as exc:

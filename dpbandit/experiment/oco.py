@@ -25,6 +25,7 @@ Command line: :func:`main` (``dpbandit oco [--quick] [--fresh]``).
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import time
@@ -216,8 +217,8 @@ def _run(config: OCOConfig, plan: list, run_dir: Path | None, progress: bool) ->
     return OCOResult(results, summary, run_dir, plot_path, resumed)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``dpbandit oco``: run the OCO comparison and print its summary (``--quick``: the small CI version)."""
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``dpbandit oco`` (one-line usage errors, :mod:`dpbandit.experiment.arguments`)."""
     from dpbandit.experiment.arguments import OneLineParser
 
     parser = OneLineParser(prog="dpbandit oco", description="Regret of the (private) OCO learners against "
@@ -234,7 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--name", help="run directory name (default: oco, or oco-quick with --quick)")
     parser.add_argument("--fresh", action="store_true", help="discard an earlier run of this name, do not resume")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``dpbandit oco``: run the OCO comparison and print its summary (``--quick``: the small CI version)."""
+    args = build_parser().parse_args(argv)
     try:
         base = dict(dim=5, horizon=1000, seeds=(0, 1), problems=("linear", "linear-ridge"), checkpoints=20) \
             if args.quick else dict(problems=tuple(PROBLEMS))

@@ -95,7 +95,8 @@ def _toml(path: str) -> dict:
     return data
 
 
-def _parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``dpbandit replay`` (one-line usage errors, :mod:`dpbandit.experiment.arguments`)."""
     from dpbandit.experiment.arguments import OneLineParser
 
     p = OneLineParser(prog="dpbandit replay", description=__doc__.split("\n\n")[0])
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     from dpbandit.experiment.config import _agent_from_mapping
     from dpbandit.offline import read_logged
 
-    args = _parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     specs = [_agent_spec(a) for a in args.agent]
     if args.config:
         specs += [_agent_from_mapping(a, i) for i, a in enumerate(_toml(args.config).get("agents", []))]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-__all__ = ["REPRODUCTIONS", "main"]
+__all__ = ["REPRODUCTIONS", "build_parser", "main"]
 
 
 def _table_5_1(argv: list[str]) -> int:
@@ -35,6 +35,14 @@ def _fliphat(argv: list[str]) -> int:
 
 #: target name -> main(argv) of that reproduction (modules are imported only when their target runs).
 REPRODUCTIONS = {"table-5.1": _table_5_1, "figure-5.1": _figure_5_1, "fliphat": _fliphat}
+_MODULES = {"table-5.1": "table_5_1", "figure-5.1": "figure_5_1", "fliphat": "fliphat"}
+
+
+def build_parser(target: str):
+    """The argument parser of reproduction ``target`` (one of :data:`REPRODUCTIONS`)."""
+    from importlib import import_module
+
+    return import_module(f"{__name__}.{_MODULES[target]}").build_parser()
 
 
 def main(argv: list[str] | None = None) -> int:

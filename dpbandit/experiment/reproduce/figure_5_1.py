@@ -299,12 +299,15 @@ def run_cli(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``dpbandit reproduce figure-5.1`` (one-line usage errors)."""
     from dpbandit.experiment.arguments import OneLineParser
 
-    parser = add_arguments(OneLineParser(
-        prog="dpbandit reproduce figure-5.1", description=DESCRIPTION))
-    args = parser.parse_args(argv)
+    return add_arguments(OneLineParser(prog="dpbandit reproduce figure-5.1", description=DESCRIPTION))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         return run_cli(args)
     except EXPECTED as exc:

@@ -26,6 +26,7 @@ epsilon in {1, 5}.
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 import warnings
@@ -180,7 +181,8 @@ def _reproduce(settings: dict, progress: bool) -> tuple[pd.DataFrame, pd.DataFra
     return results, table, format_summary(results, table, settings["horizon"])
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of ``dpbandit reproduce fliphat`` (one-line usage errors)."""
     from dpbandit.experiment.arguments import OneLineParser
 
     parser = OneLineParser(prog="dpbandit reproduce fliphat", description=__doc__.splitlines()[0])
@@ -191,7 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--epsilons", type=float, nargs="+", help="epsilons (default 0.5 1 2 5)")
     parser.add_argument("--arms", type=int, nargs="+", help="values of K (default 2 3)")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
         _, _, summary, run_dir = reproduce(
             quick=args.quick, out=args.out, progress=not args.no_progress, seeds=args.seeds, horizon=args.horizon,
