@@ -192,3 +192,110 @@ def test_non_private_agent_is_not_a_private_agent():
     env = _env()
     with pytest.raises(ConformanceError, match="JDP structure"):
         check_private_agent(make_agent("linucb", env), env)
+
+
+# -- every agent refuses in one line or acts on the data (issue 24, item 3) ------------------------------------------
+
+ROUNDS = 400  # short runs with a strong signal: a best arm is clear within a few hundred rounds
+
+
+def _families():
+    """(id, environment, log): a simulator, own data (bundled iris through Classification-v0) and logged data
+    (ReplayEnv over a uniform log of the same data), with the theta_bound left unknown and stated."""
+    from sklearn.datasets import load_iris
+
+    from dpbandit.offline import ReplayEnv, log_policy
+
+    X, y = load_iris(return_X_y=True)
+    own = {f"Classification-v0{tag}": gymnasium.make("dpbandit/Classification-v0", X=X, y=y, horizon=ROUNDS, **kw)
+           for tag, kw in (("", {}), ("[theta_bound=1]", {"theta_bound": 1.0}))}
+    log = log_policy(gymnasium.make("dpbandit/Classification-v0", X=X, y=y, horizon=10 * ROUNDS), 3 * ROUNDS, seed=5)
+    return {
+        "SparseLinear-v0": (gymnasium.make("dpbandit/SparseLinear-v0", horizon=ROUNDS, dim=5, sparsity=2,
+                                           instance_seed=0), None),
+        **{key: (env, None) for key, env in own.items()},
+        "ReplayEnv": (ReplayEnv.from_logged(log, ROUNDS), log),
+        "ReplayEnv[theta_bound=1]": (ReplayEnv.from_logged(log, ROUNDS, theta_bound=1.0), log),
+    }
+
+
+FAMILIES = ("SparseLinear-v0", "Classification-v0", "Classification-v0[theta_bound=1]", "ReplayEnv",
+            "ReplayEnv[theta_bound=1]")
+#: Known failures, kept visible: DP-HDB's default warm-up (the published code's t0 = ln(dT) ln(T)/eps^2, 1 sample per
+#: arm at large epsilon) freezes forced-sample estimators fitted to one sample each, and its h/2 pre-selection on them
+#: can exclude the best arm for the whole run; on iris it plays no better than random in some seeds (warmup=d fixes it).
+KNOWN = {("dp_hdb", "Classification-v0[theta_bound=1]"), ("dp_hdb", "ReplayEnv[theta_bound=1]")}
+
+
+@pytest.fixture(scope="module")
+def families():
+    return _families()
+
+
+def _cases():
+    from dpbandit.agents import discover_agents
+
+    for name in sorted(discover_agents()):
+        for family in FAMILIES:
+            marks = [pytest.mark.xfail(strict=True, reason="DP-HDB's one-sample warm-up (see KNOWN)")] \
+                if (name, family) in KNOWN else []
+            yield pytest.param(name, family, marks=marks, id=f"{name}-{family}")
+
+
+@pytest.mark.parametrize("name, family", list(_cases()))
+def test_every_agent_refuses_in_one_line_or_acts_on_the_data(families, name, family):
+    """Every registered agent (plugins included), on a simulator, own data and logged data, with the theta bound
+    unknown and stated: a one-line refusal at construction, or best-arm play above what uniform random play reaches
+    with probability 1e-6. Private agents run at epsilon = 1000 (a strong signal, the noise still on)."""
+    from dpbandit.agents import agent_class, hyperparameters
+    from dpbandit.experiment.checks import check_acts_on_data
+
+    env, log = families[family]
+    private = agent_class(name).private and "epsilon" in hyperparameters(name)
+    result = check_acts_on_data(name, env, {"epsilon": 1e3} if private else {}, log=log, n_rounds=ROUNDS)
+    assert result.outcome in ("refused", "acts", "exempt")
+    if result.outcome == "refused" and "theta_bound=1" in family:
+        assert "theta_bound" not in result.message  # a stated bound is never the reason
+
+
+class _SilentlyRandom(Agent):
+    """What DP-UCB did without a theta bound: infinite widths, every arm tied, uniform play, no warning."""
+
+    name = "silently-random"
+
+    def _reset_state(self):
+        pass
+
+    def act(self, observation):
+        return int(self.rng.integers(self.n_arms))
+
+    def update(self, observation, arm, reward, info):
+        pass
+
+
+class _LongRefusal(_SilentlyRandom):
+    def __init__(self, constants):
+        raise ValueError("cannot build this agent:\n  theta_bound is infinite")
+
+
+class _Crashes(_SilentlyRandom):
+    def __init__(self, constants):
+        raise AttributeError("'ReplayEnv' object has no attribute 'expected_rewards'")
+
+
+@pytest.mark.parametrize("cls, check", [(_SilentlyRandom, r"\[acts on data\] .* no more than uniform random play"),
+                                        (_LongRefusal, r"\[one-line refusal\] .* not one line"),
+                                        (_Crashes, r"\[one-line refusal\] .* raised AttributeError")])
+def test_the_acts_on_data_check_catches_meaningless_agents(families, cls, check):
+    from dpbandit.experiment.checks import check_acts_on_data
+
+    env, log = families["ReplayEnv[theta_bound=1]"] if cls is _SilentlyRandom else families["SparseLinear-v0"]
+    with pytest.raises(ConformanceError, match=check):
+        check_acts_on_data(cls, env, log=log)
+    env, _ = families["SparseLinear-v0"]
+    if cls is _SilentlyRandom:
+        with pytest.raises(ConformanceError, match=r"\[acts on data\]"):
+            check_acts_on_data(cls, env, n_rounds=ROUNDS)
+        assert check_acts_on_data("random", env).outcome == "exempt"  # declares ignores_data
+        result = check_acts_on_data("linucb", env, n_rounds=ROUNDS)
+        assert result.outcome == "acts" and result.hits > result.threshold
