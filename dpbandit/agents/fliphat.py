@@ -128,7 +128,7 @@ class FLIPHATCurator(EpisodicCurator):
             published = published_peeling_scale(a.step, n_tilde, a.x_max * a.radius + R, a.sparsity, a.iterations,
                                                 a.epsilon, a.delta)
             return niht(X, y, n_tilde, config, a.rho_fit, self._rng, scale_factor=published / correct).theta
-        return niht(X, y, n_tilde, a.niht_config, a.rho_fit, self._rng, scale_factor=a._scale_factor).theta
+        return niht(X, y, n_tilde, a.niht_config, a.rho_fit, self._rng).theta
 
     def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> FLIPHATRelease:
         a = self._agent
@@ -223,7 +223,6 @@ class FLIPHAT(PrivateAgent):
     """
 
     name = "fliphat"
-    _scale_factor = 1.0  # multiplies every peeling scale; only audits that must catch a defect change it
 
     def __init__(self, constants: BanditConstants, epsilon: float = 1.0, delta: float | None = None,
                  selection: str = "laplace", sparsity: int | None = None, step: float | None = None,

@@ -122,12 +122,14 @@ class NIHTFit:
 
 
 def niht(X: np.ndarray, y: np.ndarray, n_tilde: float, config: NIHTConfig, rho: float, rng: np.random.Generator,
-         *, scale_factor: float = 1.0) -> NIHTFit:
+         *, scale_factor: float = 1.0, start: np.ndarray | None = None) -> NIHTFit:
     """One N-IHT fit (module docstring): rho-zCDP for replace-one neighbours at the calibrated scale.
 
     ``X`` (n, d) rows with ``||x||_inf <= x_max`` (the caller checks the bound), ``y`` (n,) already clipped (checked
     here), ``n_tilde`` > 0 the public normaliser, ``rho`` > 0 or ``inf`` (no noise). ``scale_factor`` multiplies the
     calibrated noise scale; values below 1 break the guarantee and exist only for audits that must catch them.
+    ``start`` is a **public** first iterate (default 0) in the C ball: audits start a fit there to reach the full
+    sensitivity ``G(C)`` (on the l1 boundary), which no data set reaches from 0 (``docs/auditor.md``).
     """
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -141,7 +143,7 @@ def niht(X: np.ndarray, y: np.ndarray, n_tilde: float, config: NIHTConfig, rho: 
     check_generator(rng)
     c, d = config, X.shape[1]
     s = min(c.sparsity, d)
-    theta = np.zeros(d)
+    theta = np.zeros(d) if start is None else _check_start(start, d, c.radius)
     sens, scales = np.zeros(c.iterations), np.zeros(c.iterations)
     for m in range(c.iterations):
         residual = _mean(c.link, X @ theta) - y
@@ -158,6 +160,16 @@ def niht(X: np.ndarray, y: np.ndarray, n_tilde: float, config: NIHTConfig, rho: 
         theta = project_l1_ball(u, c.radius)
     theta.setflags(write=False)
     return NIHTFit(theta, sens, scales)
+
+
+def _check_start(start, d: int, radius: float) -> np.ndarray:
+    theta = np.array(start, dtype=float)
+    if theta.shape != (d,) or not np.all(np.isfinite(theta)):
+        raise ValueError(f"start must be a finite vector of shape ({d},), got shape {theta.shape}")
+    if np.abs(theta).sum() > radius * (1.0 + 1e-12):
+        raise ValueError(f"start must lie in the l1 ball of radius C = {radius:g}, has ||start||_1 = "
+                         f"{np.abs(theta).sum():g}")
+    return theta
 
 
 def published_peeling_scale(step: float, n_tilde: float, B: float, sparsity: int, iterations: int, epsilon: float,

@@ -14,10 +14,11 @@ import pytest
 
 import dpbandit  # noqa: F401  (registers the environments)
 from dpbandit import make_agent, simulate
-from dpbandit.agents.fliphat import FLIPHAT
+from dpbandit.agents.fliphat import FLIPHAT, FLIPHATCurator
 from dpbandit.envs.glm import GLMBanditEnv
 from dpbandit.experiment.checks import check_agent, check_private_agent
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
+from dpbandit.optim.niht import niht
 from dpbandit.privacy.audit import audit
 from dpbandit.privacy.calibrate import zcdp_rho_for
 from dpbandit.privacy.peeling import peeling_scale
@@ -128,43 +129,91 @@ def _episode_env(structure):
                         context_bound=1.0, normalize="clip", theta_norm="l1", theta_bound=1.0, sparsity=2)
 
 
+PLANTED = 0.25  # the D-F1 calibration: every peeling scale x 1/(4 x_max) = 0.25 (x_max = 1)
+
+
+class PlantedCurator(FLIPHATCurator):
+    """The curator with the D-F1 noise planted. The hook lives here, in the tests: the agent has none (a noise scale
+    changed outside the calibration would leave its report claiming the full (epsilon, delta))."""
+
+    def _fit(self, X, y, n_tilde):
+        a = self._agent
+        return niht(X, y, n_tilde, a.niht_config, a.rho_fit, self._rng, scale_factor=PLANTED).theta
+
+
 class Planted(FLIPHAT):
-    """The D-F1 calibration planted: every peeling scale x 1/(4 x_max) = 0.25 (x_max = 1)."""
+    """FLIPHAT with the D-F1 noise planted (:class:`PlantedCurator`)."""
 
-    _scale_factor = 0.25
-
-
-def _release_mechanism(cls, constants, statistic, **params):
-    """One episode's release as a mechanism of the episode's (X, arms, rewards): the curator's ``_publish`` (the
-    counts and fits it runs when an episode ends), called directly so that thousands of releases stay cheap."""
-    agent = cls(constants, epsilon=1.0, delta=0.01, sparsity=1, radius=0.05, reward_bound=2.0, **params)
-
-    def mechanism(data, rng, k):
-        X, arms, rewards = data
-        out = np.empty(k)
-        for i in range(k):
-            out[i] = statistic(agent._make_curator(rng)._publish(X, arms, rewards).theta)
-        return out
-
-    return mechanism
+    def _make_curator(self, privacy_rng):
+        return PlantedCurator(self, privacy_rng)
 
 
-def _adversarial_row(d=10):
-    return np.concatenate([[1.0], -np.ones(d - 1)])  # raises coordinate 0 of the step, lowers every other one
+def test_a_noise_scale_set_from_outside_changes_nothing():
+    """Issue 29 item 1: the agent has no noise-scale hook. Setting the old private ``_scale_factor`` (0.25) runs the
+    calibrated noise, bit for bit, so the report's (epsilon, delta) stays true."""
+    env = env_of(horizon=300)
+    plain, tampered = make_agent("fliphat", env), make_agent("fliphat", env)
+    tampered._scale_factor = 0.25
+    a, b = simulate(env, plain, seed=3), simulate(env, tampered, seed=3)
+    assert a["cumulative_regret"].to_numpy().tolist() == b["cumulative_regret"].to_numpy().tolist()
+    assert tampered.privacy_report().to_dict() == plain.privacy_report().to_dict()
 
 
-@pytest.mark.parametrize("cls, caught", [(FLIPHAT, False), (Planted, True)])
-def test_audit_context_change_shared(cls, caught):
-    """Shared structure: user 0's played row is x or -x (reward 2 = the clip); the other 39 rows are all-ones."""
-    c = _episode_env("shared").unwrapped.constants
-    n, x = 40, _adversarial_row()
-    X = np.ones((n, 10))
+def _boundary_pair(agent, n=40, level=0.3):
+    """Two neighbouring episodes (one user's row differs) and a public iterate at which N-IHT's step reaches its full
+    replace-one sensitivity ``Delta = (eta/n) 2 x_max (x_max C + R)`` (identity link, clip [-R, R]).
+
+    From theta^0 = 0 no pair reaches it (the residual of one user is at most R, not C + R), so a noise too small by
+    x 0.25 reads about 0.99 against a claim of 1 and is missed. At ``theta = C e_1`` (on the l1 boundary) user 0 with
+    ``x_1 = 1`` and reward ``-R`` has residual ``C + R``; its other coordinates are +-1 with opposite signs in the two
+    episodes, so coordinates 1..d-1 of the step move by exactly Delta, half up and half down (the competing
+    coordinates the non-monotone pick must separate). The other users hold every ``|v_j|`` near ``level``: 20 rows
+    ``e_1`` lower v_0, 19 rows ``(0, 1, ..., 1)`` lift the rest. Returns (X_A, X_B, y, start, w) with ``w`` the
+    statistic's weights: +1 where episode A's step is higher, -1 where lower."""
+    cfg = agent.niht_config
+    C, R, eta, d = cfg.radius, cfg.reward_high, cfg.step, agent.dim
+    n_p, n_q = 20, n - 21
+    y_p = C - ((C - level) * n / eta - (C + R)) / n_p
+    y_q = level * n / eta / n_q
+    assert max(abs(y_p), abs(y_q)) <= R
+    X = np.zeros((n, d))
+    X[1:1 + n_p, 0] = 1.0
+    X[1 + n_p:, 1:] = 1.0
+    y = np.r_[-R, np.full(n_p, y_p), np.full(n_q, y_q)]
+    half = (d - 1) // 2
+    sign = np.r_[1.0, np.ones(half), -np.ones(d - 1 - half)]
     XA, XB = X.copy(), X.copy()
-    XA[0], XB[0] = x, -x
-    arms, rewards = np.zeros(n, dtype=np.int64), np.full(n, 2.0)
-    mech = _release_mechanism(cls, c, lambda theta: theta[0])
-    result = audit(mech, (XA, arms, rewards), (XB, arms, rewards), n_samples=5000, delta=0.01,
-                   rng=stream(5, "privacy"))
+    XA[0], XB[0] = sign, -sign
+    XB[0, 0] = 1.0
+    start = np.zeros(d)
+    start[0] = C
+    w = -sign
+    w[0] = 0.0
+    return XA, XB, y, start, w
+
+
+@pytest.mark.parametrize("factor, caught", [(1.0, False), (PLANTED, True)])
+def test_audit_at_a_public_iterate_on_the_boundary(factor, caught):
+    """Shared structure, default calibration (C = 1, clip [-1.4, 1.4], s = 1, (1, 0.01)): one N-IHT step from the
+    public iterate ``C e_1`` on the boundary pair (:func:`_boundary_pair`), the statistic the released step on the
+    competing coordinates weighted by w. The calibrated noise reads about 0.13-0.22 (5000 samples), the planted x 0.25
+    about 1.4-1.5: caught."""
+    c = _episode_env("shared").unwrapped.constants
+    agent = FLIPHAT(c, epsilon=1.0, delta=0.01, sparsity=1)
+    XA, XB, y, start, w = _boundary_pair(agent)
+    cfg, n = agent.niht_config, len(y)
+
+    def step(X):
+        return start - cfg.step / n * X.T @ (X @ start - y)
+
+    moved = np.abs(step(XA) - step(XB))[1:]  # the full sensitivity on every competing coordinate
+    assert moved == pytest.approx(np.full(agent.dim - 1, cfg.sensitivity(n)))
+
+    def mechanism(X, rng, k):
+        return np.array([niht(X, y, n, cfg, agent.rho_fit, rng, scale_factor=factor, start=start).theta @ w
+                         for _ in range(k)])
+
+    result = audit(mechanism, XA, XB, n_samples=5000, delta=0.01, rng=stream(5, "privacy"))
     assert result.violates(1.0) is caught, str(result)
 
 
@@ -201,7 +250,7 @@ def test_audit_user_moved_between_arms_disjoint(cls, caught):
         total = 0.0
         for k in range(2):
             n_tilde = release.counts[k]
-            b = cls._scale_factor * peeling_scale(config.sensitivity(n_tilde, 0.0), 1, agent.rho_fit)
+            b = (PLANTED if cls is Planted else 1.0) * peeling_scale(config.sensitivity(n_tilde, 0.0), 1, agent.rho_fit)
             j = int(np.flatnonzero(release.theta[k])[0])
             u = release.theta[k, j]
             v_a, v_b = config.step / n_tilde * sums["A"][k], config.step / n_tilde * sums["B"][k]
