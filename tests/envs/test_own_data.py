@@ -87,11 +87,12 @@ def test_contexts_obey_the_stated_bound_and_rewards_the_unit_range(frame, norm, 
 
 def test_private_agent_runs_on_own_data_and_linucb_learns(frame):
     env = ClassificationBanditEnv.from_dataframe(frame, target="animal", horizon=1500)
-    dp = make_agent("dp_ucb", env, epsilon=1.0, delta=1e-5)
-    assert dp.privacy_report().guarantee == "JDP" and dp.cal.S == np.inf  # no model bound: infinite widths
-    simulate(env, dp, seed=0)
+    with pytest.raises(ValueError, match="dp_ucb needs a finite theta_bound"):  # no model bound: refused, not random
+        make_agent("dp_ucb", env, epsilon=1.0, delta=1e-5)
     bounded = ClassificationBanditEnv.from_dataframe(frame, target="animal", horizon=1500, theta_bound=2.0)
-    assert bounded.constants.theta_bound == 2.0 and make_agent("dp_ucb", bounded, epsilon=1.0).cal.S == 2.0
+    dp = make_agent("dp_ucb", bounded, epsilon=1.0, delta=1e-5)
+    assert bounded.constants.theta_bound == 2.0 and dp.cal.S == 2.0 and dp.privacy_report().guarantee == "JDP"
+    simulate(bounded, dp, seed=0)
     linucb = simulate(env, make_agent("linucb", env, alpha=0.3), seed=0)["cumulative_regret"].iloc[-1]
     random = simulate(env, make_agent("random", env), seed=0)["cumulative_regret"].iloc[-1]
     assert random > 900 and linucb < 0.3 * random, (linucb, random)
