@@ -314,7 +314,7 @@ class DPUCBCurator(Curator):
                      "K blocks is <= sqrt(2) L~^2 in Frobenius norm either way, so the K blocks are one Gaussian "
                      "mechanism (one tree), accounted once at the full budget.")
         return ledger.report(cal.delta, guarantee="JDP", sensitivity_assumption=cal.sensitivity_assumption,
-                             note=note)
+                             note=note, target_epsilon=cal.epsilon)
 
 
 class DPUCB(PrivateAgent):

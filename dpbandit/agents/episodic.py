@@ -323,4 +323,4 @@ class EpisodicCurator(Curator):
                 f"{per_release:.6g}. {head} JDP by the billboard lemma: actions use only the latest release and the "
                 f"user's own features. {extra}").strip()
         return ledger.report(budget.delta, guarantee="JDP", sensitivity_assumption=self.sensitivity_assumption,
-                             note=note)
+                             note=note, target_epsilon=budget.epsilon)

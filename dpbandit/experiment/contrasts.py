@@ -64,7 +64,8 @@ def compare_run(run: LoadedRun, baseline: str, *, level: float = 0.95,
                 report = run.report(env_id, agent)
                 privacy = privacy_columns(None if report is None else report.to_dict())
             except KeyError:  # never claim "non-private" for an agent whose report is missing
-                privacy = {"guarantee": "unknown", "epsilon": math.nan, "delta": math.nan, "rho": math.nan}
+                privacy = {"guarantee": "unknown", "epsilon": math.nan, "delta": math.nan, "rho": math.nan,
+                           "epsilon_from": ""}
             rows.append({
                 "env_id": env_id, "agent": agent, **privacy,
                 "seeds": diff.n, f"{value}": float(values.mean()), f"baseline_{value}": float(per_agent[base].mean()),

@@ -31,6 +31,7 @@ __all__ = [
     "regret_bands",
     "summary_table",
     "privacy_columns",
+    "epsilon_source",
     "privacy_legend",
     "PRIVACY_COLUMNS",
     "write_atomic",
@@ -42,8 +43,19 @@ __all__ = [
 ]
 
 COLUMNS = ("env_id", "agent", "seed", "t", "reward", "regret", "cumulative_reward", "cumulative_regret")
-#: Privacy columns of a summary: guarantee type, epsilon, delta and zCDP rho of the agent's report.
-PRIVACY_COLUMNS = ("guarantee", "epsilon", "delta", "rho")
+#: Privacy columns of a summary: guarantee type, epsilon, delta, zCDP rho of the agent's report, and which accounting
+#: produced epsilon (``epsilon_from``: rho reproduces epsilon only when it says "zCDP rho").
+PRIVACY_COLUMNS = ("guarantee", "epsilon", "delta", "rho", "epsilon_from")
+
+#: Short names of the ledger's conversions (``PrivacyReport.conversion`` starts with the key).
+_EPSILON_SOURCES = (
+    ("analytic Gaussian", "analytic Gaussian curve (not rho)"),
+    ("CKS20", "zCDP rho (CKS20)"),
+    ("PLD", "PLD accountant"),
+    ("RDP", "RDP accountant"),
+    ("per-release epsilon", "basic composition"),
+    ("none: pure", "pure-DP sum"),
+)
 
 
 def checkpoint_rounds(horizon: int, n: int | None) -> np.ndarray:
@@ -89,20 +101,27 @@ def regret_bands(frame: pd.DataFrame, level: float = 0.95, value: str = "cumulat
     return out
 
 
+def epsilon_source(conversion: str) -> str:
+    """The short name of the accounting that produced a report's epsilon, from its ``conversion`` text; an epsilon
+    rounded to the request within the calibration's tolerance (``PrivacyLedger.report``) says so."""
+    name = next((short for key, short in _EPSILON_SOURCES if conversion.startswith(key)), conversion.split(";")[0])
+    return name + ("; = the request within 1e-6" if "reported as the request" in conversion else "")
+
+
 def privacy_columns(report: dict | None) -> dict[str, Any]:
-    """``guarantee, epsilon, delta, rho`` of a privacy report dict (``PrivacyReport.to_dict``); a non-private
-    agent (``None``) has guarantee "none", epsilon inf, delta 0 and rho inf."""
-    if report is None:
-        return {"guarantee": "none", "epsilon": float("inf"), "delta": 0.0, "rho": float("inf")}
+    """``guarantee, epsilon, delta, rho, epsilon_from`` of a privacy report dict (``PrivacyReport.to_dict``). A
+    run without a guarantee (a non-private agent, ``None``, or a report with guarantee "none", e.g. noise off) has
+    epsilon inf, delta 0, rho inf and no epsilon source: the delta it was configured with is no guarantee."""
+    none = {"guarantee": "none", "epsilon": float("inf"), "delta": 0.0, "rho": float("inf"), "epsilon_from": ""}
+    if report is None or report.get("guarantee", "none") == "none":
+        return none
 
     def number(value: Any) -> float:
         return float("nan") if value is None else float(value)  # "inf" strings of strict JSON included
 
-    rho = report.get("rho")
-    if rho is None and report.get("guarantee") == "none":
-        rho = "inf"
-    return {"guarantee": report.get("guarantee", "none"), "epsilon": number(report.get("epsilon", "inf")),
-            "delta": number(report.get("delta", 0.0)), "rho": number(rho)}
+    return {"guarantee": report["guarantee"], "epsilon": number(report.get("epsilon", "inf")),
+            "delta": number(report.get("delta", 0.0)), "rho": number(report.get("rho")),
+            "epsilon_from": epsilon_source(str(report.get("conversion", "")))}
 
 
 def privacy_legend(agent: str, columns: dict[str, Any]) -> str:

@@ -47,6 +47,9 @@ __all__ = ["UnsupportedEventError", "PrivacyEvent", "NEIGHBORING", "METHODS", "C
 NEIGHBORING: tuple[str, ...] = ("replace-one", "add-or-remove-one", "replace-with-zero")
 METHODS: tuple[str, ...] = ("exact", "pld", "rdp", "zcdp", "basic")
 CALIBRATION_METHODS: tuple[str, ...] = ("exact", "zcdp", "basic")
+#: Relative tolerance of a calibration to a requested epsilon: an accounted epsilon at most this far *below* the
+#: request is the request (the calibration's bisections stop at float precision, the accounting rounds down).
+CALIBRATION_TOLERANCE = 1e-6
 
 
 
@@ -268,12 +271,16 @@ class PrivacyLedger:
     # -- report ---------------------------------------------------------------------------------------------------
 
     def report(self, delta: float, *, guarantee: str, sensitivity_assumption: str, method: str = "auto",
-               calibration_mode: str = CORRECT, note: str = "") -> PrivacyReport:
+               calibration_mode: str = CORRECT, note: str = "", target_epsilon: float | None = None) -> PrivacyReport:
         """The :class:`~dpbandit.privacy.report.PrivacyReport` of this ledger at ``delta``.
 
         ``method="auto"`` reports the smallest epsilon among the accountings that apply and lists the others as
         alternatives. Window trees require a window guarantee and vice versa; a non-private event allows only
         guarantee "none"; the published-code calibration mode always yields guarantee "none", epsilon = inf.
+
+        ``target_epsilon``: the epsilon the noise was calibrated for. An accounted epsilon within
+        :data:`CALIBRATION_TOLERANCE` (relative) *below* it is reported as the request (a rounding up, never down),
+        and ``conversion`` says so with the accounted value; an epsilon above the request is reported as accounted.
         """
         method = check_choice("method", method, ("auto", *METHODS))
         delta = check_delta(delta)
@@ -312,12 +319,19 @@ class PrivacyLedger:
             if method not in results:
                 self.epsilon(delta, method)  # raises the reason the method does not apply
         composition, conversion = _labels(chosen, {e.kind for e in self._events})
+        epsilon = results[chosen]
+        if target_epsilon is not None:
+            target = check_real("target_epsilon", target_epsilon, low=0.0, low_inclusive=False)
+            if target * (1.0 - CALIBRATION_TOLERANCE) <= epsilon < target:
+                conversion += (f"; accounted epsilon {epsilon!r} is within the calibration's relative tolerance "
+                               f"{CALIBRATION_TOLERANCE:g} below the requested {target!r}: reported as the request")
+                epsilon = target
         parallel = sum(e.count for e in self._events if e.parallel)
         if parallel:
             composition += (f"; parallel composition over {parallel} releases on disjoint users (each user in one "
                             "release: charged once, the maximum over releases, not the sum)")
         return PrivacyReport(
-            guarantee=guarantee, epsilon=results[chosen], rho=self.rho, window=window, conversion=conversion,
+            guarantee=guarantee, epsilon=epsilon, rho=self.rho, window=window, conversion=conversion,
             composition=f"{composition}; {sum(e.count for e in self._events)} releases in {len(self._events)} events",
             alternatives=tuple((m, e) for m, e in results.items() if m != chosen), **fields_)
 

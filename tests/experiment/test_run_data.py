@@ -40,7 +40,9 @@ def saved(tmp_path_factory):
 def test_summary_states_each_agents_guarantee_epsilon_delta_rho(saved):
     result, run_dir = saved
     summary = result.summary.set_index("agent")
-    assert list(result.summary.columns[:6]) == ["env_id", "agent", *PRIVACY_COLUMNS]
+    assert list(result.summary.columns[:2 + len(PRIVACY_COLUMNS)]) == ["env_id", "agent", *PRIVACY_COLUMNS]
+    assert summary.loc["DP-UCB", "epsilon"] == 2.0  # the request, not 1.9999999976 (issue 29 item 3)
+    assert summary.loc["DP-UCB", "epsilon_from"].startswith("analytic Gaussian curve (not rho)")
     assert summary.loc["DP-UCB", "guarantee"] == "JDP"
     assert (summary.loc["DP-UCB", "epsilon"], summary.loc["DP-UCB", "delta"]) == pytest.approx((2.0, 1e-4), rel=1e-6)
     assert 0 < summary.loc["DP-UCB", "rho"] < math.inf
