@@ -7,9 +7,11 @@ import math
 
 import gymnasium
 import numpy as np
+import pandas as pd
+import pytest
 
 from dpbandit.experiment.reproduce import main as reproduce_main
-from dpbandit.experiment.reproduce.fliphat import PUBLISHED, env_kwargs, reproduce
+from dpbandit.experiment.reproduce.fliphat import PUBLISHED, VERDICTS, env_kwargs, reproduce
 
 
 def test_setting_is_the_repositorys():
@@ -25,9 +27,14 @@ def test_setting_is_the_repositorys():
     assert PUBLISHED[2][1.0] == 3901 and PUBLISHED[3][5.0] == 1551
 
 
-def test_quick_run_columns_guarantees_and_files(tmp_path):
-    results, table, summary, run_dir = reproduce(out=tmp_path, progress=False, horizon=200, seeds=2,
-                                                 epsilons=(1.0,), arms=(2,))
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    return reproduce(out=tmp_path_factory.mktemp("runs"), progress=False, horizon=200, seeds=2, epsilons=(1.0,),
+                     arms=(2,))
+
+
+def test_quick_run_columns_guarantees_and_files(tiny):
+    results, table, summary, run_dir = tiny
     guarantees = results.groupby("column")["guarantee"].first()
     assert guarantees["published calibration (NOT PRIVATE)"] == "none"
     assert guarantees["correct (Laplace)"] == guarantees["DP-HDB (disjoint analogue)"] == "JDP"
@@ -36,6 +43,24 @@ def test_quick_run_columns_guarantees_and_files(tmp_path):
     assert "NOT PRIVATE" in summary and "uniform random (shared)" in summary
     for name in ("results.csv", "table.csv", "table.md", "summary.txt"):
         assert (run_dir / name).is_file()
+
+
+def test_paired_verdicts_and_figure(tiny):
+    """Issue 29 item 4: the verdicts of figure-5.1's wording (stats.verdict) over common seeds, and a figure."""
+    results, _, summary, run_dir = tiny
+    comparison = pd.read_csv(run_dir / "comparison.csv")
+    assert list(zip(comparison["a"], comparison["b"])) == list(VERDICTS)
+    for a_name, b_name in VERDICTS:
+        a = results[results["column"] == a_name].set_index("seed")["final_regret"]
+        b = results[results["column"] == b_name].set_index("seed")["final_regret"]
+        row = comparison[(comparison["a"] == a_name) & (comparison["b"] == b_name)].iloc[0]
+        assert row["seeds"] == 2 and row["difference"] == pytest.approx((b - a).mean())
+        assert row["low"] < row["difference"] < row["high"]
+        assert row["verdict"] in summary
+        assert (f"{a_name} beats {b_name}" in row["verdict"] or f"{b_name} beats {a_name}" in row["verdict"]
+                or "not distinguishable (2 seeds)" in row["verdict"])
+    figure = run_dir / "figure.png"
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and figure.stat().st_size > 10_000
 
 
 def test_cli_error_is_one_line(capsys):

@@ -19,9 +19,16 @@ Columns per (K, epsilon), final cumulative regret (mean and 95% CI over seeds, t
   disjoint form.
 
 References: uniform random play and non-private FLIPHAT (epsilon = inf) in the shared setting; uniform random and the
-LASSO bandit (non-private) in the disjoint analogue. Output under ``<out>/fliphat[-quick]``: ``results.csv`` (one
-row per run), ``table.csv``, ``table.md``, ``summary.txt``. ``--quick`` (CI): K = 2, T = 1000, 2 seeds,
-epsilon in {1, 5}.
+LASSO bandit (non-private) in the disjoint analogue.
+
+Verdicts per (K, epsilon), paired over the common seeds (:func:`dpbandit.experiment.stats.verdict`: "A beats B" only
+when the paired 95% interval excludes zero): correct (Laplace) vs the published calibration, correct (Laplace) vs
+uniform random play, correct (Laplace) vs correct (Gumbel).
+
+Output under ``<out>/fliphat[-quick]``: ``results.csv`` (one row per run), ``table.csv``, ``table.md``,
+``comparison.csv`` (the verdicts with their paired differences), ``figure.png`` (mean cumulative regret with 95% CI
+bands, one panel per (K, epsilon), the references in every panel of their K), ``summary.txt``. ``--quick`` (CI):
+K = 2, T = 1000, 2 seeds, epsilon in {1, 5}.
 """
 
 from __future__ import annotations
@@ -39,13 +46,16 @@ import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import make_agent
+from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import mean_ci, write_atomic, write_json_atomic
 from dpbandit.experiment.rundir import claim_run_dir, run_lock
 from dpbandit.experiment.runner import simulate
+from dpbandit.experiment.stats import paired_difference, verdict
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
 from dpbandit.validation import check_epsilon, check_int
 
-__all__ = ["PAPER", "PUBLISHED", "QUICK", "env_kwargs", "fliphat_table", "main", "run_fliphat"]
+__all__ = ["PAPER", "PUBLISHED", "QUICK", "VERDICTS", "compare_columns", "env_kwargs", "fliphat_table", "main",
+           "run_fliphat"]
 
 #: Published final regrets (T = 1e4, d = 400): sunritc/FLIPHAT simulations/result_effect_K.npy, mean of 50 runs.
 PUBLISHED: dict[int, dict[float, float]] = {2: {0.5: 6739, 1.0: 3901, 2.0: 2022, 5.0: 862},
@@ -77,6 +87,13 @@ REFERENCES = (
     ("LASSO bandit (disjoint, non-private)", "disjoint", True, "lasso", {}),
 )
 
+#: The paired verdicts of every (K, epsilon): (a, b) column names, a's per-seed regret against b's on common seeds.
+VERDICTS = (
+    ("correct (Laplace)", "published calibration (NOT PRIVATE)"),
+    ("correct (Laplace)", "uniform random (shared)"),
+    ("correct (Laplace)", "correct (Gumbel)"),
+)
+
 
 def env_kwargs(n_arms: int, horizon: int, structure: str = "shared", clipped: bool = True) -> dict:
     """``GLMBandit-v0`` keyword arguments of the FLIPHAT setting (module docstring). ``clipped=False``: contexts are
@@ -90,6 +107,13 @@ def env_kwargs(n_arms: int, horizon: int, structure: str = "shared", clipped: bo
 def run_fliphat(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: tuple[int, ...],
                 progress: bool = True) -> pd.DataFrame:
     """One row per (K, epsilon, column, seed): the final cumulative regret and the privacy guarantee."""
+    return _run(horizon=horizon, seeds=seeds, epsilons=epsilons, arms=arms, progress=progress)[0]
+
+
+def _run(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: tuple[int, ...],
+         progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`run_fliphat`'s rows and the runs' checkpointed curves (tidy: ``K, epsilon, agent`` = the column,
+    ``seed, t, cumulative_regret``)."""
     horizon = check_int("horizon", horizon, low=2)
     seeds = check_int("seeds", seeds, low=1)
     epsilons = tuple(check_epsilon(e) for e in epsilons)
@@ -98,7 +122,7 @@ def run_fliphat(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: 
     jobs = [(k, None, name, st, cl, agent, params) for k in arms for name, st, cl, agent, params in REFERENCES]
     jobs += [(k, e, name, st, cl, agent, build(e)) for k in arms for e in epsilons
              for name, st, cl, agent, build in COLUMNS]
-    rows = []
+    rows, curves = [], []
     for i, (k, e, name, st, cl, agent_name, params) in enumerate(jobs, 1):
         env = gymnasium.make("dpbandit/GLMBandit-v0", **env_kwargs(k, horizon, st, cl))
         with warnings.catch_warnings():
@@ -106,12 +130,46 @@ def run_fliphat(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: 
             agent = make_agent(agent_name, env, **params)
         guarantee = agent.privacy_report().guarantee if getattr(agent, "private", False) else "none"
         for seed in range(seeds):
-            regret = simulate(env, agent, seed=seed, checkpoints=10)["cumulative_regret"].iloc[-1]
-            rows.append(dict(K=k, epsilon=e, column=name, seed=seed, final_regret=float(regret),
-                             guarantee=guarantee))
+            frame = simulate(env, agent, seed=seed, checkpoints=10)
+            rows.append(dict(K=k, epsilon=e, column=name, seed=seed,
+                             final_regret=float(frame["cumulative_regret"].iloc[-1]), guarantee=guarantee))
+            curves.append(frame[["t", "cumulative_regret"]].assign(K=k, epsilon=e, agent=name, seed=seed,
+                                                                   structure=st))
         if progress:
             print(f"  [{i}/{len(jobs)}] K={k} eps={e} {name}", file=sys.stderr)
+    return pd.DataFrame(rows), pd.concat(curves, ignore_index=True)
+
+
+def _per_seed(part: pd.DataFrame, column: str) -> pd.Series:
+    return part.loc[part["column"] == column].set_index("seed")["final_regret"]
+
+
+def compare_columns(results: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """The :data:`VERDICTS` of every (K, epsilon): ``K, epsilon, a, b, seeds, difference`` (b's final regret minus
+    a's, paired over common seeds: > 0 = a better), ``low, high`` (its Student-t ``level`` interval) and ``verdict``
+    (:func:`dpbandit.experiment.stats.verdict`). A reference column (no epsilon) is compared at every epsilon."""
+    rows = []
+    refs = results[results["epsilon"].isna()]
+    for (k, e), part in results[results["epsilon"].notna()].groupby(["K", "epsilon"], sort=True):
+        part = pd.concat([part, refs[refs["K"] == k]])
+        for a_name, b_name in VERDICTS:
+            a, b = _per_seed(part, a_name), _per_seed(part, b_name)
+            if a.empty or b.empty:
+                continue
+            diff = paired_difference(b, a, level=level)
+            rows.append(dict(K=k, epsilon=e, a=a_name, b=b_name, seeds=diff.n, difference=diff.estimate,
+                             low=diff.low, high=diff.high,
+                             verdict=verdict(a_name, b_name, a, b, level=level, quantity="final regret")))
     return pd.DataFrame(rows)
+
+
+def figure_frame(results: pd.DataFrame, curves: pd.DataFrame) -> pd.DataFrame:
+    """The curves as one panel per (K, epsilon) (``env_id``), the references of each K repeated in its panels."""
+    panels = []
+    for (k, e), _ in results[results["epsilon"].notna()].groupby(["K", "epsilon"], sort=True):
+        mine = curves[(curves["K"] == k) & ((curves["epsilon"] == e) | curves["epsilon"].isna())]
+        panels.append(mine.assign(env_id=f"K = {k}, ε = {e:g}"))
+    return pd.concat(panels, ignore_index=True)
 
 
 def _cell(values: np.ndarray) -> str:
@@ -137,7 +195,8 @@ def _markdown(table: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body]) + "\n"
 
 
-def format_summary(results: pd.DataFrame, table: pd.DataFrame, horizon: int) -> str:
+def format_summary(results: pd.DataFrame, table: pd.DataFrame, horizon: int,
+                   comparison: pd.DataFrame | None = None) -> str:
     lines = [(f"FLIPHAT setting (d = {DIM}, s* = {SPARSITY}, AR(0.1) contexts, noise 0.1, delta = {DELTA}, "
               f"T = {horizon}): final cumulative regret, mean ± 95% CI over seeds, the same users in every column."),
              ("NOT PRIVATE = the FLIPHAT code's calibration (lambda = eta B: a sensitivity 4 x_max = 13.9x too small, "
@@ -147,38 +206,51 @@ def format_summary(results: pd.DataFrame, table: pd.DataFrame, horizon: int) -> 
     refs = results[results["epsilon"].isna()]
     for (k, name), part in refs.groupby(["K", "column"], sort=False):
         lines.append(f"  K={k} {name}: {_cell(part['final_regret'].to_numpy())}")
+    if comparison is not None and len(comparison):
+        lines += ["", "Verdicts (final regret, paired over common seeds, 95% Student-t interval of the difference):"]
+        for (k, e), part in comparison.groupby(["K", "epsilon"], sort=True):
+            lines.append(f"  K={k} epsilon={e:g}:")
+            lines += [f"    {v}" for v in part["verdict"]]
     lines.append(f"\nPublished numbers: {PUBLISHED_SOURCE}; they were produced with the NOT PRIVATE calibration.")
     return "\n".join(lines)
 
 
 def reproduce(*, quick: bool = False, out: str | Path | bool = "runs", progress: bool = True, **overrides):
     """Run the reproduction (``quick``: :data:`QUICK`, else :data:`PAPER`; keyword overrides) and write its files
-    under ``<out>/fliphat[-quick]`` (``out=False``: nothing written). Returns (results, table, summary, run_dir)."""
+    under ``<out>/fliphat[-quick]`` (``out=False``: nothing written). Returns (results, table, summary, run_dir);
+    the verdicts are in the summary and ``comparison.csv``, the figure is ``figure.png``."""
     settings = {**(QUICK if quick else PAPER), **{k: v for k, v in overrides.items() if v is not None}}
     if out is False:
-        return (*_reproduce(settings, progress), None)
+        return (*_reproduce(settings, progress)[:3], None)
     run_dir = claim_run_dir(Path(out) / ("fliphat-quick" if quick else "fliphat"), KIND)
     with run_lock(run_dir):
         manifest = {"kind": KIND, "status": "running", "settings": {k: list(v) if isinstance(v, tuple) else v
                                                                     for k, v in settings.items()},
                     "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
         write_json_atomic(run_dir / "manifest.json", manifest)
-        results, table, summary = _reproduce(settings, progress)
+        results, table, summary, comparison, curves = _reproduce(settings, progress)
         write_atomic(run_dir / "results.csv", lambda p: results.to_csv(p, index=False))
         write_atomic(run_dir / "table.csv", lambda p: table.to_csv(p, index=False))
+        write_atomic(run_dir / "comparison.csv", lambda p: comparison.to_csv(p, index=False))
+        private = dict(zip(results["column"], results["guarantee"] != "none"))
+        plot_regret(figure_frame(results, curves), run_dir / "figure.png", private=private,
+                    title=f"FLIPHAT setting (d = {DIM}, T = {settings['horizon']}, delta = {DELTA}): mean cumulative "
+                          "regret, 95% CI over seeds")
         write_atomic(run_dir / "table.md", lambda p: p.write_text(_markdown(table)))
         write_atomic(run_dir / "summary.txt", lambda p: p.write_text(summary + "\n"))
         manifest.update(status="complete", finished=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                         files={"results": "results.csv", "table": "table.csv", "markdown": "table.md",
-                               "summary": "summary.txt"})
+                               "comparison": "comparison.csv", "figure": "figure.png", "summary": "summary.txt"})
         write_json_atomic(run_dir / "manifest.json", manifest)
     return results, table, summary, run_dir
 
 
-def _reproduce(settings: dict, progress: bool) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    results = run_fliphat(progress=progress, **settings)
+def _reproduce(settings: dict, progress: bool):
+    """(results, table, summary, comparison, curves) of one run of the reproduction."""
+    results, curves = _run(progress=progress, **settings)
     table = fliphat_table(results)
-    return results, table, format_summary(results, table, settings["horizon"])
+    comparison = compare_columns(results)
+    return results, table, format_summary(results, table, settings["horizon"], comparison), comparison, curves
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -206,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dpbandit reproduce fliphat: error: {exc}", file=sys.stderr)
         return 2
     print(summary)
-    print(f"\nRun directory: {run_dir}")
+    print(f"\nFigure:        {run_dir / 'figure.png'}")
+    print(f"Run directory: {run_dir}")
     return 0
 
 
