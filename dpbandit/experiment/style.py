@@ -1,12 +1,13 @@
 """One visual style for every dpbandit figure: distinct series, neutral references, legends that fit.
 
 * **Series** get a (colour, line style, marker) triple from :func:`series_styles`: Paul Tol's colour-blind-safe
-  "muted" palette (9 colours) crossed with 4 line styles, colours varying fastest, so the first 36 series are
-  pairwise distinct (at least 24 are needed by the OCO runner's default grid) and two series never share both colour
-  and dash pattern.
-* **References** (uniform random play, non-private baselines shown next to private agents) are drawn in a fixed
-  neutral style from :data:`REFERENCE_STYLES`: black dotted for random play, greys with their own dash patterns for
-  the non-private references, never a palette colour, so they cannot be mistaken for an agent.
+  "muted" palette (9 colours) and the 4 hues of his "vibrant" one that differ from them (13 colours), crossed with
+  4 line styles, colours varying fastest: the first 13 series have 13 colours, and the first 52 are pairwise
+  distinct (a colour returns only with another dash pattern; the OCO runner's default grid needs 24).
+* **References** (uniform random play, non-private baselines shown next to private agents) are drawn in neutral
+  styles from :data:`REFERENCE_STYLES`, never a palette colour, so they cannot be mistaken for an agent, and each
+  reference has its own: black dotted patterns are random play's alone (one pattern per random series); the
+  non-private references take greys crossed with dash patterns (24 distinct; an oracle is never dotted like random).
 * **Legends** with more than :data:`LEGEND_INSIDE_MAX` entries go outside the axes (:func:`place_legend`), and
   figures are saved with a tight bounding box so nothing is cut off.
 """
@@ -20,20 +21,22 @@ __all__ = ["PALETTE", "LINESTYLES", "MARKERS", "REFERENCE_STYLES", "LEGEND_INSID
 
 #: Paul Tol's "muted" qualitative scheme (colour-blind safe; https://personal.sron.nl/~pault/).
 PALETTE: tuple[str, ...] = ("#332288", "#CC6677", "#117733", "#DDCC77", "#88CCEE", "#882255", "#44AA99",
-                            "#999933", "#AA4499")
+                            "#999933", "#AA4499", "#EE7733", "#0077BB", "#EE3377", "#CC3311")
 #: Line styles crossed with the palette (solid, dashed, dash-dot, long dash-dot-dot).
 LINESTYLES: tuple = ("-", (0, (5, 2)), (0, (6, 2, 1, 2)), (0, (8, 2, 1, 2, 1, 2)))
 #: Markers, one per line style (for figures with points, e.g. the frontier).
 MARKERS: tuple[str, ...] = ("o", "s", "^", "D")
-#: Neutral styles of the reference kinds: random play and up to three non-private references.
+_GREYS = ("0.45", "0.6", "0.3", "0.7")
+_DASHES = ((0, (3, 1, 1, 1)), (0, (4, 3)), (0, (6, 2)), (0, (3, 1, 1, 1, 1, 1)), (0, (8, 2, 2, 2)), (0, (2, 2)))
+_REFERENCE_MARKERS = ("+", "1", "2", "3", "4", "x")
+#: Neutral styles of the reference kinds, one per reference in order: random play (black, dotted patterns no other
+#: series uses) and the non-private references (greys x dash patterns, greys varying slowest: 24 distinct).
 REFERENCE_STYLES: dict[str, tuple[dict, ...]] = {
-    "random": ({"color": "black", "linestyle": (0, (1, 1.5)), "marker": "x"},),
-    "non-private": ({"color": "0.45", "linestyle": (0, (3, 1, 1, 1)), "marker": "+"},
-                    {"color": "0.6", "linestyle": (0, (4, 3)), "marker": "1"},
-                    {"color": "0.3", "linestyle": (0, (1, 3)), "marker": "2"},
-                    {"color": "0.6", "linestyle": (0, (3, 1, 1, 1, 1, 1)), "marker": "3"},
-                    {"color": "0.3", "linestyle": (0, (6, 2)), "marker": "4"},
-                    {"color": "0.45", "linestyle": (0, (2, 2)), "marker": "x"}),
+    "random": ({"color": "black", "linestyle": (0, (1, 1.5)), "marker": "x"},
+               {"color": "black", "linestyle": (0, (1, 4)), "marker": "+"},
+               {"color": "black", "linestyle": (0, (1, 1, 1, 4)), "marker": "1"}),
+    "non-private": tuple({"color": grey, "linestyle": dash, "marker": _REFERENCE_MARKERS[i]}
+                         for grey in _GREYS for i, dash in enumerate(_DASHES)),
 }
 #: Legends with more entries than this are placed outside the axes.
 LEGEND_INSIDE_MAX = 8
@@ -43,7 +46,8 @@ _RANDOM_LABELS = ("random", "uniform random")
 def reference_kind(label: str, private: Mapping[str, bool] | None = None) -> str | None:
     """``"random"`` for uniform random play, ``"non-private"`` for a non-private series shown next to private ones
     (``private`` maps labels to whether the run is private; only given when the figure has private series), else
-    None (an ordinary series)."""
+    None (an ordinary series). More references of a kind than it has styles (3 random, 24 non-private) draw the
+    rest as ordinary series rather than repeat a reference's style."""
     if label.split(" (")[0].strip().lower() in _RANDOM_LABELS:
         return "random"
     if private is not None and any(private.values()) and not private.get(label, False):

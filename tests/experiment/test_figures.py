@@ -52,7 +52,7 @@ def test_random_and_non_private_references_have_fixed_neutral_styles():
     assert series_styles(["random", "linucb"])["linucb"]["reference"] is None  # no private series: ordinary
     many = series_styles([f"ref {i}" for i in range(8)] + ["p"], {"p": True})
     assert len({(s["color"], str(s["linestyle"])) for s in many.values()}) == 9
-    assert sum(s["reference"] == "non-private" for s in many.values()) == len(REFERENCE_STYLES["non-private"])
+    assert sum(s["reference"] == "non-private" for s in many.values()) == 8 <= len(REFERENCE_STYLES["non-private"])
 
 
 def test_regret_figure_with_24_series_draws_distinct_lines_and_an_outside_legend():
@@ -65,6 +65,26 @@ def test_regret_figure_with_24_series_draws_distinct_lines_and_an_outside_legend
     assert not fig.axes[0].get_legend()
     short = regret_figure(_tidy(["a", "random"]))
     assert short.axes[0].get_legend() is not None and not short.legends
+
+
+def test_28_series_with_references_keep_every_series_and_reference_distinguishable():
+    """Issue 29 item 5: 20 private agents, two random-play series, an oracle and five non-private baselines. The
+    first 13 agents have 13 colours; no two of the 28 drawn lines share colour and dash pattern; references never
+    take a palette colour, and black dotted patterns belong to random play alone (an oracle is not dotted)."""
+    agents = [f"private {i}" for i in range(20)]
+    refs = ["uniform random (shared)", "uniform random (disjoint)", "oracle", "LinUCB", "greedy", "LASSO bandit",
+            "egreedy", "ridge"]
+    private = {**{a: True for a in agents}, **{r: False for r in refs}}
+    styles = series_styles(refs[:3] + agents + refs[3:], private)
+    assert len({styles[a]["color"] for a in agents[:13]}) == 13
+    assert len({(st["color"], str(st["linestyle"])) for st in styles.values()}) == 28
+    for r in refs:
+        assert styles[r]["reference"] is not None and styles[r]["color"] not in PALETTE, r
+        dotted = max(styles[r]["linestyle"][1][::2]) <= 1  # every "on" segment a dot
+        assert dotted == (styles[r]["reference"] == "random") == r.startswith("uniform random"), r
+    fig = regret_figure(_tidy(refs[:3] + agents + refs[3:]), private=private)
+    drawn = {(mcolors.to_hex(line.get_color()), repr(line._unscaled_dash_pattern)) for line in _lines(fig)}
+    assert len(drawn) == 28
 
 
 def _frontier_results(seeds=2):
