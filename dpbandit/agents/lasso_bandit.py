@@ -105,7 +105,7 @@ def default_hyperparameters(constants: BanditConstants) -> dict[str, float]:
     if sigma <= 0.0 and math.isfinite(constants.reward_high - constants.reward_low):
         sigma = (constants.reward_high - constants.reward_low) / 2.0
     lam = 2.0 * sigma * s_x if sigma > 0.0 else 0.05 * s_x * s_y
-    if not (lam > 0.0 and s_y > 0.0):
+    if not (0.0 < lam < math.inf and s_y > 0.0):  # an infinite penalty (theta_bound = inf, no noise) fits zero
         raise ValueError(
             "cannot derive LassoBandit defaults from constants with context_bound, theta_bound = "
             f"{constants.context_bound}, {constants.theta_bound}; pass h, lambda1 and lambda2_0 explicitly"

@@ -108,3 +108,18 @@ def test_the_oracle_refuses_logged_data_in_one_line():
     env = gymnasium.make("dpbandit/SparseLogistic-v0", horizon=600, n_arms=3, dim=4, sparsity=2, instance_seed=0)
     with pytest.raises(ValueError, match="oracle needs the environment's true expected rewards, which ReplayEnv"):
         make_agent("oracle", ReplayEnv.from_logged(log_policy(env, 100, seed=1), 50))
+
+
+def test_lasso_refuses_an_infinite_default_penalty():
+    """Noise-free rewards and no theta bound: the fallback penalty 0.05 s_x s_y was inf, so every Lasso fit was zero
+    and the agent played uniformly at random (before: accepted)."""
+    import math
+
+    from dpbandit.agents.lasso_bandit import LassoBandit
+
+    c = BanditConstants(n_arms=2, dim=3, horizon=T, structure="disjoint", link="identity", context_norm="l2",
+                        context_bound=1.0, theta_norm="l2", theta_bound=math.inf, sparsity=3, noise_std=0.0,
+                        reward_low=-math.inf, reward_high=math.inf, mean_low=-1.0, mean_high=1.0)
+    with pytest.raises(ValueError, match=r"theta_bound = 1.0, inf; pass h, lambda1 and lambda2_0 explicitly"):
+        LassoBandit(c)
+    LassoBandit(c, h=0.5, lambda1=0.1, lambda2_0=0.1)
