@@ -223,5 +223,5 @@ def require_finite_theta_bound(constants: BanditConstants, agent: str, use: str,
     norm = constants.theta_norm[1:]
     alt = f", or pass {override}" if override else ""
     raise ValueError(f"{agent} needs a finite theta_bound (the environment's bound on ||theta||_{norm}, for {use}), "
-                     "got inf: pass theta_bound=... to the environment (e.g. gymnasium.make(id, theta_bound=1.0)) or "
-                     f"--theta-bound to dpbandit replay{alt}")
+                     "got inf: pass theta_bound=... to the environment (its [env] table, or gymnasium.make(id, "
+                     f"theta_bound=...)) or --theta-bound to dpbandit replay{alt}")
