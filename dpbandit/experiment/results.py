@@ -40,6 +40,7 @@ __all__ = [
     "store_job",
     "load_job",
     "package_versions",
+    "plugin_versions",
 ]
 
 COLUMNS = ("env_id", "agent", "seed", "t", "reward", "regret", "cumulative_reward", "cumulative_regret")
@@ -166,12 +167,61 @@ def summary_table(frame: pd.DataFrame, timings: pd.DataFrame | None = None, leve
     return table.sort_values(["env_id", "final_regret_mean"], kind="stable").reset_index(drop=True)
 
 
-def package_versions() -> dict[str, str]:
-    """Versions of Python and of the packages that determine a run's numbers."""
-    versions = {"python": platform.python_version()}
+def package_versions(config: Any = None) -> dict[str, Any]:
+    """Versions of Python and of the packages that determine a run's numbers; with an experiment ``config``
+    (anything with ``agents`` of :class:`~dpbandit.experiment.config.AgentSpec` and ``envs`` of ``EnvSpec``), also
+    ``"plugins"``: :func:`plugin_versions` of its agents and environments."""
+    versions: dict[str, Any] = {"python": platform.python_version()}
     for name in ("dpbandit", "numpy", "scipy", "gymnasium", "pandas", "scikit-learn", "dp-accounting"):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
+    if config is not None:
+        versions["plugins"] = plugin_versions(config)
     return versions
+
+
+def plugin_versions(config: Any) -> dict[str, dict[str, Any]]:
+    """The code outside dpbandit (and Gymnasium) that produced a run's results: ``"agent <label>"`` /
+    ``"env <id>"`` -> ``{"module", "distribution", "version"}`` for every agent class and environment entry point
+    defined in another package. The distribution is the entry point's (``dpbandit.agents`` / ``dpbandit.envs``
+    groups) or the one installing the module's top-level package (``importlib.metadata.packages_distributions``);
+    ``None`` with a module that no installed distribution provides (a file on the path, a notebook's ``__main__``)."""
+    import gymnasium
+
+    from dpbandit.agents import ENTRY_POINT_GROUP as AGENT_GROUP
+    from dpbandit.agents import agent_class
+    from dpbandit.envs import ENTRY_POINT_GROUP as ENV_GROUP
+
+    found: dict[str, tuple[str, str]] = {}  # "module:qualname" or entry-point name -> (distribution, version)
+    for group in (AGENT_GROUP, ENV_GROUP):
+        for ep in metadata.entry_points(group=group):
+            if getattr(ep, "dist", None) is not None:
+                found.setdefault(ep.value, (ep.dist.name, ep.dist.version))
+                found.setdefault(ep.name, (ep.dist.name, ep.dist.version))
+    by_package = metadata.packages_distributions()
+    out: dict[str, dict[str, Any]] = {}
+
+    def record(key: str, module: str, path: str, name: str) -> None:
+        top = module.split(".")[0]
+        if top in ("dpbandit", "gymnasium"):
+            return
+        dist, version = found.get(path) or found.get(name) or (None, None)
+        if dist is None and by_package.get(top):
+            dist = by_package[top][0]
+            version = metadata.version(dist)
+        out[key] = {"module": module, "distribution": dist, "version": version}
+
+    for spec in getattr(config, "agents", ()):
+        cls = agent_class(spec.type)
+        record(f"agent {spec.label}", cls.__module__, f"{cls.__module__}:{cls.__qualname__}",
+               spec.type if isinstance(spec.type, str) else "")
+    for env in getattr(config, "envs", ()):
+        try:
+            entry = gymnasium.spec(env.id).entry_point
+        except gymnasium.error.Error:
+            entry = env.id
+        path = entry if isinstance(entry, str) else f"{entry.__module__}:{entry.__qualname__}"
+        record(f"env {env.id}", path.split(":")[0], path, env.id)
+    return out

@@ -279,7 +279,7 @@ def _run(config: ExperimentConfig, built: dict, run_dir: Path | None, progress: 
         "config": config.to_dict(),
         "config_hash": config.config_hash(),
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "versions": package_versions(),
+        "versions": package_versions(config),
         "backend": backend,
     }
     jobs = [(e, a, seed) for e in range(len(config.envs)) for a in range(len(config.agents)) for seed in config.seeds]

@@ -1,5 +1,6 @@
 """Plugins through entry points reach every worker; runtime registrations are refused for parallel runs."""
 
+import json
 import os
 import subprocess
 import sys
@@ -101,3 +102,32 @@ def test_runtime_env_registration_is_refused_for_parallel_runs():
         assert run_experiment(config.replace(n_jobs=1), progress=False).summary["seeds"].iloc[0] == 2
     finally:
         del gymnasium.registry["runtime/Tiny-v0"]
+
+
+def test_manifest_records_each_plugins_distribution_and_version(tmp_path):
+    """Issue 29 item 7: the run manifest names the distribution and version of every plugin whose agent or
+    environment produced results (from its entry point), and none for dpbandit's own; an agent given as
+    "module:Class" from a module no distribution installs is recorded with distribution None."""
+    site = tmp_path / "site"
+    site.mkdir()
+    _install_plugin(site)
+    (site / "loose_agents.py").write_text("from dpb_plugin import FirstArm\n\n\nclass Loose(FirstArm):\n    name = 'loose'\n")
+    script = textwrap.dedent(f'''
+        import json
+        from dpbandit.experiment.config import AgentSpec, ExperimentConfig
+        from dpbandit.experiment.runner import run_experiment
+        config = ExperimentConfig(env_id="plugin/Tiny-v0", agents=(AgentSpec("first_arm"), AgentSpec("random"),
+                                  AgentSpec("loose_agents:Loose", label="loose")), seeds=1, checkpoints=5,
+                                  name="plugins")
+        run_dir = run_experiment(config, out={str(tmp_path / "runs")!r}, progress=False).run_dir
+        print(json.dumps(json.loads((run_dir / "manifest.json").read_text())["versions"]))
+    ''')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    plugins = json.loads(done.stdout.strip().splitlines()[-1])["plugins"]
+    assert plugins == {
+        "agent first_arm": {"module": "dpb_plugin", "distribution": "dpb-plugin", "version": "0.1"},
+        "env plugin/Tiny-v0": {"module": "dpb_plugin", "distribution": "dpb-plugin", "version": "0.1"},
+        "agent loose": {"module": "loose_agents", "distribution": None, "version": None},
+    }
