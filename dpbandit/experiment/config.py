@@ -60,6 +60,9 @@ __all__ = [
 DEFAULT_CONFIG = Path(__file__).with_name("configs") / "quick.toml"
 
 _TOP_KEYS = {"name", "seeds", "n_jobs", "batch", "checkpoints", "out", "env", "envs", "agents"}
+#: Most seeds an experiment may run: each is one job per (environment, agent) pair with its own files in ``jobs/``,
+#: and a list of seeds is stored in the manifest.
+MAX_SEEDS = 100_000
 #: ``batch`` values: lockstep seeds where the agent has a batched form (bit-identical results), or never.
 BATCH_MODES = ("auto", "off")
 
@@ -237,11 +240,13 @@ class ExperimentConfig:
 
         Agents given as ``"package.module:ClassName"`` come last: their module is imported (its code runs) only
         after every environment and every other agent of the configuration has been validated. Returns, per
-        (environment index, agent index), the agent's class and its memory estimate in bytes."""
+        (environment index, agent index), the agent's class and its memory estimate in bytes (a :class:`Built`:
+        ``.horizons`` maps each environment index to its horizon T)."""
         from dpbandit.agents import make_agent
 
         built = {}
 
+        horizons: dict[int, int] = {}
         imported = [isinstance(spec.type, str) and ":" in spec.type for spec in self.agents]
         for second_pass in (False, True):
             specs = [spec for spec, late in zip(self.agents, imported) if late == second_pass]
@@ -250,12 +255,22 @@ class ExperimentConfig:
             for e, env_spec in enumerate(self.envs):
                 env = make_env(env_spec.id, **env_spec.kwargs)
                 try:
+                    horizons[e] = int(env.unwrapped.constants.horizon)
                     for spec in specs:
                         agent = make_agent(spec.type, env, **spec.params)
                         built[e, self.agents.index(spec)] = (type(agent), agent.memory_estimate())
                 finally:
                     env.close()
-        return built
+        return Built(built, horizons)
+
+
+class Built(dict):
+    """What :meth:`ExperimentConfig.validate` built: (environment, agent) -> (agent class, memory estimate), and
+    ``horizons``: environment index -> T."""
+
+    def __init__(self, built: dict, horizons: dict[int, int]):
+        super().__init__(built)
+        self.horizons = dict(horizons)
 
 
 def make_env(env_id: str, **kwargs: Any) -> Any:
@@ -383,13 +398,20 @@ def config_digest(data: Mapping[str, Any]) -> str:
 
 
 def parse_seeds(seeds: Any) -> tuple[int, ...]:
-    """Seeds of an experiment: an int ``n >= 1`` means ``0..n-1``; a non-empty list/tuple of distinct integers
-    ``>= 0`` is kept in its order. ``TypeError``/``ValueError`` naming ``seeds`` otherwise."""
+    """Seeds of an experiment: an int ``n`` in ``[1, MAX_SEEDS]`` means ``0..n-1``; a non-empty list/tuple of at most
+    :data:`MAX_SEEDS` distinct integers ``>= 0`` is kept in its order. ``TypeError``/``ValueError`` naming ``seeds``
+    otherwise, before any list is built."""
     if isinstance(seeds, bool):
         raise TypeError(f"seeds must be a positive integer or a list of integers >= 0, got {seeds!r}")
     if isinstance(seeds, int):
-        n = check_int("seeds", seeds, low=1)
+        try:
+            n = check_int("seeds", seeds, low=1, high=MAX_SEEDS)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (every seed is one job per agent, with its own files)") from None
         return tuple(range(n))
+    if isinstance(seeds, (list, tuple)) and len(seeds) > MAX_SEEDS:
+        raise ValueError(f"seeds must list at most {MAX_SEEDS} seeds (every seed is one job per agent, with its own "
+                         f"files), got {len(seeds)}")
     if isinstance(seeds, (list, tuple)) and seeds:
         values = tuple(check_int(f"seeds[{i}]", s, low=0) for i, s in enumerate(seeds))
         if len(set(values)) != len(values):

@@ -6,6 +6,9 @@ bad input (``ValueError``, ``TypeError``: unknown ids, invalid parameters, sizes
 (:class:`~dpbandit.experiment.rundir.RunLockedError`), gymnasium's own errors and ``MemoryError``. With ``--debug``
 (``dpbandit --debug ...``) or the environment variable ``DPBANDIT_DEBUG=1`` the exception propagates with its
 traceback instead. Anything else is a bug and keeps its traceback.
+
+Ctrl-C (``KeyboardInterrupt``) ends a command with one line, ``"<prog>: interrupted: ..."`` (a run says how many
+finished jobs it kept: :class:`RunInterrupted`), and exit code 130, the shell's code for SIGINT.
 """
 
 from __future__ import annotations
@@ -21,13 +24,25 @@ import gymnasium
 
 from dpbandit.experiment.rundir import RunLockedError
 
-__all__ = ["EXPECTED", "debug_enabled", "one_line", "one_line_warnings", "report", "run_command", "set_debug"]
+__all__ = ["EXPECTED", "RunInterrupted", "debug_enabled", "one_line", "one_line_warnings", "report", "run_command",
+           "set_debug", "INTERRUPTED"]
 
 #: Exception types the command line reports in one line (exit code 2).
 EXPECTED: tuple[type[BaseException], ...] = (
     ValueError, TypeError, OSError, MemoryError, RunLockedError, gymnasium.error.Error,
 )
 _DEBUG = [False]
+#: Exit code of a command stopped by Ctrl-C (128 + SIGINT, as shells report it).
+INTERRUPTED = 130
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, raised once its workers are stopped: ``finished`` jobs are kept in the run directory."""
+
+    def __init__(self, finished: int):
+        self.finished = int(finished)
+        super().__init__(f"{self.finished} finished job{'s' * (self.finished != 1)} kept; rerun the same command "
+                         "to resume")
 
 
 def set_debug(on: bool) -> None:
@@ -71,9 +86,16 @@ def one_line_warnings(prog: str) -> Iterator[None]:
 
 
 def run_command(prog: str, command: Callable[..., int], *args: Any) -> int:
-    """``command(*args)`` with one-line warnings; an expected failure becomes one line and exit code 2."""
+    """``command(*args)`` with one-line warnings; an expected failure becomes one line and exit code 2, Ctrl-C one
+    line (``"<prog>: interrupted: N finished jobs kept; ..."`` for a run) and exit code 130."""
     with one_line_warnings(prog):
         try:
             return command(*args)
         except EXPECTED as exc:
             return report(prog, exc)
+        except KeyboardInterrupt as exc:
+            if debug_enabled():
+                raise
+            detail = str(exc) if isinstance(exc, RunInterrupted) else "stopped"
+            print(f"{prog}: interrupted: {detail}", file=sys.stderr, flush=True)
+            return INTERRUPTED

@@ -44,7 +44,9 @@ import dpbandit.envs  # noqa: F401  (registers the environments, also inside wor
 from dpbandit.agents import make_agent
 from dpbandit.agents.base import Agent
 from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, make_env
-from dpbandit.experiment.execution import BACKENDS, execute_jobs
+from dpbandit.experiment.errors import RunInterrupted
+from dpbandit.experiment.execution import BACKENDS, FIRST_STEP, execute_jobs, round_ticker
+from dpbandit.experiment.planning import plan_run
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.results import (
@@ -111,7 +113,10 @@ def _play(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | None) 
     agent.reset(seed)
     act, update, step = agent.act, agent.update, env.step
     cum_regret = cum_reward = 0.0
+    tick = round_ticker()  # the progress bar's rounds (None: nobody watches)
     k, next_t = 0, int(rounds[0])
+    next_tick = FIRST_STEP if tick is not None else horizon + 1
+    next_event = min(next_t, next_tick)  # one comparison per round for both
     for t in range(1, horizon + 1):
         arm = act(obs)
         next_obs, reward, _, _, info = step(arm)
@@ -119,10 +124,14 @@ def _play(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | None) 
         regret = info["regret"]
         cum_regret += regret
         cum_reward += reward
-        if t == next_t:
-            rec[k] = (reward, regret, cum_reward, cum_regret)
-            k += 1
-            next_t = int(rounds[k]) if k < n else -1
+        if t == next_event:
+            if t == next_t:
+                rec[k] = (reward, regret, cum_reward, cum_regret)
+                k += 1
+                next_t = int(rounds[k]) if k < n else horizon + 1
+            if t == next_tick:
+                next_tick = tick(t)
+            next_event = min(next_t, next_tick)
         obs = next_obs
     frame = pd.DataFrame(rec, columns=["reward", "regret", "cumulative_reward", "cumulative_regret"])
     frame.insert(0, "t", rounds)
@@ -240,6 +249,7 @@ def run_experiment(
     backend: str = "local",
     dask_address: str | None = None,
     format: str = "csv",
+    allow_long: bool = False,
 ) -> RunResult:
     """Run every (environment, agent, seed) job of ``config`` and gather the results.
 
@@ -250,7 +260,11 @@ def run_experiment(
     back, not recomputed, and never duplicated; a different experiment there is refused unless ``fresh=True``.
     ``backend``: ``"local"`` (this process for ``n_jobs=1``, else joblib processes) or ``"dask"`` (a
     ``dask.distributed`` cluster at ``dask_address``, or a local cluster of ``n_jobs`` workers when None).
-    Invalid configurations raise before any job starts.
+    Invalid configurations raise before any job starts, and so does a run whose calibrated wall-time estimate
+    exceeds :data:`~dpbandit.experiment.planning.MAX_SECONDS` unless ``allow_long`` (the planned work, jobs x
+    rounds and the estimate, is printed when ``progress``: :mod:`dpbandit.experiment.planning`). Interrupted
+    (Ctrl-C), it raises :class:`~dpbandit.experiment.errors.RunInterrupted` once the workers are stopped; the
+    finished jobs stay in the run directory, and running the same experiment again resumes it.
     """
     if not isinstance(config, ExperimentConfig):
         raise TypeError(f"config must be an ExperimentConfig, got {type(config).__name__}")
@@ -266,6 +280,10 @@ def run_experiment(
     built = config.validate()
     if config.n_jobs > 1 or backend == "dask":
         _check_reachable_from_workers(config)
+    plan = plan_run(config, built.horizons)
+    plan.check(allow_long)
+    if progress:
+        print(plan.line(), flush=True)
     if out in (None, False):
         return _run(config, built, None, progress, backend, dask_address, format)
     with open_run_dir(config.out if out is True else out, config.name, config.config_hash(), fresh) as run_dir:
@@ -299,9 +317,12 @@ def _run(config: ExperimentConfig, built: dict, run_dir: Path | None, progress: 
                 store_job(run_dir, _job_stem(config, job), *output)
             finished[job] = output
 
-    execute_jobs(partial(_run_unit, config), _units(config, todo, built), store, n_jobs=config.n_jobs,
-                 desc=f"{config.name} jobs", progress=progress, backend=backend, dask_address=dask_address,
-                 size=lambda unit: len(unit[2]))
+    try:
+        execute_jobs(partial(_run_unit, config), _units(config, todo, built), store, n_jobs=config.n_jobs,
+                     desc=config.name, progress=progress, backend=backend, dask_address=dask_address,
+                     size=lambda unit: len(unit[2]) * built.horizons[unit[0]], unit="round")
+    except KeyboardInterrupt:
+        raise RunInterrupted(len(finished) if run_dir is not None else 0) from None
 
     outputs = [finished[job] for job in jobs]  # configuration order: env, agent, seed
     results = pd.concat([f for f, _ in outputs], ignore_index=True)[list(COLUMNS)]

@@ -1,6 +1,12 @@
-"""Worker processes end when the driver dies, even in the middle of a job (issue 13, item 4): the driver is killed
-with SIGKILL while every worker is held inside a job (tests.experiment.gated_agent), and the workers must be gone
-within a bounded time (the watchdog polls every 0.5 s; the bound is a hang guard, 20x that)."""
+"""Worker processes end when the driver dies: in the middle of a job (issue 13, item 4) and before their first job
+(issue 24, item 3). The driver is killed with SIGKILL while every worker is held, inside a job
+(tests.experiment.gated_agent) or while receiving its first job (tests.experiment.held_job), and the workers must
+then be gone.
+
+The tests wait for conditions, never for a wall-clock budget of the work itself: they poll until the workers are
+held and until they are gone, each with a generous overall limit (a hang guard), so they pass on a machine at load
+20. The limits do not measure the watchdog: a worker that outlives its driver waits at the gate for ten minutes,
+far beyond them."""
 
 from __future__ import annotations
 
@@ -26,6 +32,8 @@ type = "tests.experiment.gated_agent:GatedAgent"
 gate = "{gate}"
 pids = "{pids}"
 """
+#: Hang guards (seconds): workers starting and reaching the gate (imports under load), and workers ending.
+START_LIMIT, END_LIMIT = 900.0, 240.0
 
 
 def _alive(pid: int) -> bool:
@@ -42,31 +50,58 @@ def _alive(pid: int) -> bool:
     return state != "Z"  # a zombie has ended; only its exit status waits for its new parent
 
 
-@pytest.mark.parametrize("backend", ["local", "dask"])
-def test_workers_end_when_the_driver_is_killed(tmp_path, backend):
-    if backend == "dask":
-        pytest.importorskip("dask.distributed")
-    pids = tmp_path / "pids"
-    config = tmp_path / "exp.toml"
-    config.write_text(CONFIG.format(gate=tmp_path / "gate", pids=pids))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "dpbandit.experiment.cli", "run", "--config", str(config), "--out",
-           str(tmp_path / "out"), "--no-progress", "--backend", backend]
-    driver = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+def _poll(condition, limit: float) -> bool:
+    """Poll ``condition()`` until it holds or ``limit`` seconds pass; its last value."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _env() -> dict:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def _kill_driver_and_check_workers(driver: subprocess.Popen, pids: Path, gate: Path) -> None:
+    """Wait until two workers are held at the gate, SIGKILL the driver, and require the workers to end."""
+    workers: list[int] = []
     try:
-        deadline = time.monotonic() + 180  # hang guard: two workers start and enter their first job
-        while time.monotonic() < deadline and driver.poll() is None and len(list(pids.glob("*"))) < 2:
-            time.sleep(0.05)
+        held = _poll(lambda: driver.poll() is not None or len(list(pids.glob("*"))) >= 2, START_LIMIT)
         assert driver.poll() is None, driver.stderr.read().decode()
+        assert held, f"the workers did not reach the gate within {START_LIMIT:.0f} s"
         workers = [int(p.name) for p in pids.iterdir()]
         assert len(workers) == 2 and driver.pid not in workers and all(map(_alive, workers))
     finally:
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline and any(map(_alive, workers)):
-        time.sleep(0.05)
+    gone = _poll(lambda: not any(map(_alive, workers)), END_LIMIT)
     survivors = [pid for pid in workers if _alive(pid)]
-    for pid in survivors:  # clean up before failing
+    gate.touch()  # clean up before failing: held workers go on, and are killed
+    for pid in survivors:
         os.kill(pid, signal.SIGKILL)
-    assert not survivors, f"worker processes {survivors} outlived the killed driver"
+    assert gone and not survivors, f"worker processes {survivors} outlived the killed driver"
+
+
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_workers_end_when_the_driver_is_killed(tmp_path, backend):
+    if backend == "dask":
+        pytest.importorskip("dask.distributed")
+    pids, gate = tmp_path / "pids", tmp_path / "gate"
+    config = tmp_path / "exp.toml"
+    config.write_text(CONFIG.format(gate=gate, pids=pids))
+    cmd = [sys.executable, "-m", "dpbandit.experiment.cli", "run", "--config", str(config), "--out",
+           str(tmp_path / "out"), "--no-progress", "--backend", backend]
+    driver = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _kill_driver_and_check_workers(driver, pids, gate)
+
+
+def test_workers_end_when_the_driver_is_killed_before_their_first_job(tmp_path):
+    """Issue 24: the watchdog started inside the first job, so a loky worker whose driver died before it (here:
+    while the worker receives its first job) lived on; now every worker watches the driver from its start (loky's
+    initializer). (A Dask client unpickles tasks in the driver, so this hold cannot be staged on Dask workers.)"""
+    pids, gate = tmp_path / "pids", tmp_path / "gate"
+    cmd = [sys.executable, "-m", "tests.experiment.held_job", str(gate), str(pids), "local"]
+    driver = subprocess.Popen(cmd, env=_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _kill_driver_and_check_workers(driver, pids, gate)
