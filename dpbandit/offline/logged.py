@@ -5,12 +5,14 @@
 * ``context`` ``(n, d)``: the user's features (the observation of every arm, disjoint structure);
 * ``action`` ``(n,)`` integers in ``[0, K)``: the logged (behaviour) policy's action;
 * ``reward`` ``(n,)``: the observed reward of that action;
-* ``pscore`` ``(n,)`` in ``(0, 1]`` or None: the probability the logging policy gave that action (the propensity).
+* ``pscore`` ``(n,)`` in ``(0, 1]`` or None: the probability the logging policy gave that action (the propensity);
+* ``position`` ``(n,)`` integers >= 0 or None: the slot of a ranking the round was shown in (None: one slot).
 
 It reads and writes the *bandit-feedback dict* of Open Bandit Pipeline (OBP) without depending on it
 (:meth:`LoggedData.from_obp`, :meth:`LoggedData.to_obp`): keys ``n_rounds``, ``n_actions``, ``action``,
-``reward``, ``pscore``, ``context``, and optionally ``position`` (slot of a ranking, 0-based; dpbandit evaluates
-single-slot logs only, so every position must be 0), ``action_context`` ``(K, d_a)`` (carried through, not used),
+``reward``, ``pscore``, ``context``, and optionally ``position`` (slot of a ranking, 0-based; kept in
+:attr:`LoggedData.position`: the estimators evaluate each position or, under position independence, the pool:
+:mod:`dpbandit.offline.positions`), ``action_context`` ``(K, d_a)`` (carried through, not used),
 ``expected_reward`` ``(n, K)`` and ``pi_b`` (kept when present). Files: ``.npz`` (the OBP dict saved with
 ``numpy.savez``) and ``.csv``/``.parquet`` tables with columns ``action``, ``reward``, ``pscore`` (or
 ``propensity``), optionally ``position``, and every other column a context feature (:func:`read_logged`,
@@ -54,6 +56,7 @@ class LoggedData:
     pscore: np.ndarray | None = None
     action_context: np.ndarray | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    position: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         ctx = np.asarray(self.context, dtype=np.float64)
@@ -84,7 +87,15 @@ class LoggedData:
             if pscore.shape != (n,) or not (np.all(pscore > 0) and np.all(pscore <= 1)):
                 raise ValueError(f"pscore must be {n} probabilities in (0, 1] (the logging policy's probability of "
                                  "the logged action)")
-        for name, value in (("context", ctx), ("action", action), ("reward", reward), ("pscore", pscore)):
+        position = None
+        if self.position is not None:
+            position = np.asarray(self.position)
+            if position.shape != (n,) or not np.all(np.isfinite(position)) or np.any(position < 0) or np.any(
+                    position != np.round(position)):
+                raise ValueError(f"position must be {n} integers >= 0 (one slot per round)")
+            position = position.astype(np.int64)
+        for name, value in (("context", ctx), ("action", action), ("reward", reward), ("pscore", pscore),
+                            ("position", position)):
             if value is not None:
                 value.flags.writeable = False
             object.__setattr__(self, name, value)
@@ -102,6 +113,24 @@ class LoggedData:
         return int(self.context.shape[1])
 
     @property
+    def positions(self) -> list[int]:
+        """The distinct positions of the log (``[0]`` for a single-slot log)."""
+        return [0] if self.position is None else sorted(int(p) for p in np.unique(self.position))
+
+    def select(self, rows: np.ndarray) -> "LoggedData":
+        """The log of the given rounds (a boolean mask ``(n,)`` or indices); per-round ``extra`` arrays follow."""
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        n = self.n_rounds
+        extra = {k: (v[rows] if isinstance(v, np.ndarray) and v.ndim >= 1 and v.shape[0] == n else v)
+                 for k, v in self.extra.items()}
+        return LoggedData(self.context[rows], self.action[rows], self.reward[rows], self.n_actions,
+                          pscore=None if self.pscore is None else self.pscore[rows],
+                          action_context=self.action_context, extra=extra,
+                          position=None if self.position is None else self.position[rows])
+
+    @property
     def uniform(self) -> bool:
         """True when every logged propensity is ``1/K`` (a uniformly random logging policy)."""
         return self.pscore is not None and bool(np.allclose(self.pscore, 1.0 / self.n_actions, rtol=1e-9, atol=0))
@@ -110,8 +139,8 @@ class LoggedData:
 
     @classmethod
     def from_obp(cls, feedback: dict) -> "LoggedData":
-        """From OBP's bandit-feedback dict (``obtain_batch_bandit_feedback()``); ``n_rounds`` must match the arrays
-        and every ``position`` must be 0 (single-slot logs)."""
+        """From OBP's bandit-feedback dict (``obtain_batch_bandit_feedback()``); ``n_rounds`` must match the arrays;
+        ``position`` (when present) is kept."""
         if not isinstance(feedback, dict):
             raise TypeError(f"feedback must be a dict (OBP's bandit feedback), got {type(feedback).__name__}")
         missing = [k for k in ("n_actions", "action", "reward", "context") if feedback.get(k) is None]
@@ -119,25 +148,24 @@ class LoggedData:
             raise ValueError(f"bandit feedback lacks {missing}; needs n_actions, action, reward, context "
                              "(and pscore for propensity-based estimates)")
         position = feedback.get("position")
-        if position is not None and np.any(np.asarray(position) != 0):
-            raise ValueError("position must be 0 for every round: dpbandit evaluates single-slot logs (select the "
-                             "rounds of one position first)")
         data = cls(context=feedback["context"], action=feedback["action"], reward=feedback["reward"],
                    n_actions=_scalar(feedback["n_actions"]), pscore=feedback.get("pscore"),
                    action_context=feedback.get("action_context"),
-                   extra={k: np.asarray(feedback[k]) for k in ("expected_reward", "pi_b") if feedback.get(k) is not None})
+                   extra={k: np.asarray(feedback[k]) for k in ("expected_reward", "pi_b") if feedback.get(k) is not None},
+                   position=None if position is None or np.all(np.asarray(position) == 0) else position)
         if "n_rounds" in feedback and _scalar(feedback["n_rounds"]) != data.n_rounds:
             raise ValueError(f"n_rounds = {_scalar(feedback['n_rounds'])} does not match the {data.n_rounds} logged "
                              "rounds")
         return data
 
     def to_obp(self) -> dict:
-        """OBP's bandit-feedback dict (``position`` all 0; ``action_context`` the identity when none was logged)."""
+        """OBP's bandit-feedback dict (``position`` all 0 for a single-slot log; ``action_context`` the identity when
+        none was logged)."""
         out = {
             "n_rounds": self.n_rounds,
             "n_actions": self.n_actions,
             "action": self.action.copy(),
-            "position": np.zeros(self.n_rounds, dtype=np.int64),
+            "position": np.zeros(self.n_rounds, dtype=np.int64) if self.position is None else self.position.copy(),
             "reward": self.reward.copy(),
             "pscore": None if self.pscore is None else self.pscore.copy(),
             "context": self.context.copy(),
@@ -149,7 +177,8 @@ class LoggedData:
     # -- files ---------------------------------------------------------------------------------------------------------
 
     def to_frame(self):
-        """A pandas table: ``context_0 .. context_{d-1}``, ``action``, ``reward`` and ``pscore`` (when logged)."""
+        """A pandas table: ``context_0 .. context_{d-1}``, ``action``, ``reward``, ``pscore`` and ``position`` (when
+        logged)."""
         import pandas as pd
 
         frame = pd.DataFrame(self.context, columns=[f"context_{j}" for j in range(self.dim)])
@@ -157,6 +186,8 @@ class LoggedData:
         frame["reward"] = self.reward
         if self.pscore is not None:
             frame["pscore"] = self.pscore
+        if self.position is not None:
+            frame["position"] = self.position
         return frame
 
     def write(self, path: str | Path, *, overwrite: bool = False) -> Path:
@@ -227,13 +258,26 @@ def read_logged(path: str | Path, n_actions: int | None = None) -> LoggedData:
     features = [c for c in frame.columns if c not in _RESERVED]
     frame = _numeric_log_columns(frame, [c for c in ("action", "reward", pcol, "position") if c in frame.columns], features, source)
     feedback = {
-        "n_actions": int(frame["action"].max()) + 1 if n_actions is None else n_actions,
+        "n_actions": _inferred_actions(frame["action"].to_numpy(), source) if n_actions is None else n_actions,
         "action": frame["action"].to_numpy(), "reward": frame["reward"].to_numpy(),
         "context": frame[features].to_numpy(dtype=np.float64),
         "pscore": None if pcol is None else frame[pcol].to_numpy(dtype=np.float64),
         "position": frame["position"].to_numpy() if "position" in frame.columns else None,
     }
     return _from_obp(feedback, source)
+
+
+def _inferred_actions(action: np.ndarray, source: str) -> int:
+    """K of a log table that does not state it: ``max(action) + 1``, refused (before anything of size K is built)
+    when most of the ids 0..K-1 were never logged: ids are then labels (e.g. item ids), not a count of actions,
+    and a K of, say, 100001 for 5 logged actions would cost minutes and gigabytes for nothing."""
+    k = int(action.max()) + 1
+    logged = int(np.unique(action).size)
+    if k > 2 * logged + 10:
+        raise ValueError(f"{source}: the largest action id is {k - 1}, so n_actions would be {k}, but only {logged} "
+                         f"distinct actions were logged; number the actions 0..K-1, or state K with n_actions= "
+                         "(dpbandit replay --n-actions)")
+    return k
 
 
 def _numeric_log_columns(frame: Any, columns: list[str], features: list[Any], source: str) -> Any:

@@ -1,8 +1,10 @@
-"""Offline evaluation of a (learning, possibly private) agent on logged data: replay, IPS and doubly robust.
+"""Offline evaluation of a (learning, possibly private) agent, or of a policy given as action probabilities, on
+logged data: rejection-sampling replay and the off-policy estimators of :mod:`dpbandit.offline.estimators`.
 
-One pass over the log (in its order, or shuffled with ``shuffle=True``). At logged round i the agent sees the
-context ``x_i`` (every arm's row, disjoint structure) and picks ``b_i``; the log holds action ``a_i``, reward ``r_i``
-and propensity ``p_i``. Then:
+One pass over the whole log (in its order, or shuffled with ``shuffle=True``). At logged round i the agent sees the
+context ``x_i`` (every arm's row, disjoint structure), states its action distribution ``pi_i`` where it is defined
+(:func:`~dpbandit.offline.policies.agent_probabilities`; otherwise the one-hot row of its action) and picks
+``b_i``; the log holds action ``a_i``, reward ``r_i`` and propensity ``p_i``. Then:
 
 * **Replay** (rejection sampling, Li, Chu, Langford & Wang, WSDM 2011): when ``b_i = a_i`` the event is
   *accepted* with probability ``p_min / p_i`` (``p_min`` = the smallest logged propensity; always 1 for a uniform
@@ -11,21 +13,28 @@ and propensity ``p_i``. Then:
   ``P(accept | x) = p_min``, so accepted users are i.i.d. draws of the logged context law and, given acceptance,
   the action follows the agent's policy: the accepted rounds are distributed exactly as an online run of the agent
   on the logged population (for a stationary log). The replay estimate is the mean reward per accepted round.
-* **IPS** (inverse propensity scoring) on every logged round of the same pass: ``r_i 1{b_i = a_i} / p_i``.
-* **Doubly robust** (Dudik, Langford & Li, ICML 2011): ``q(x_i, b_i) + (r_i - q(x_i, a_i)) 1{b_i = a_i} / p_i``
-  with a cross-fitted ridge reward model ``q`` (:mod:`dpbandit.offline.reward_model`).
+  The agent learns its first ``horizon`` accepted rounds (its constants' horizon, which private agents calibrate
+  to); after that it is frozen and still evaluated on the rest of the log, so the pass always covers the whole log.
+* **DM, IPS, SNIPS, DR, SNDR, switch-DR, clipped IPS/DR** (:mod:`dpbandit.offline.estimators`) on every logged round
+  of the same pass, from the distributions ``pi_i`` and a cross-fitted reward model ``q``
+  (:mod:`dpbandit.offline.reward_model`: ridge, a named or any scikit-learn model).
 
 Given the past, the IPS and DR terms of round i are unbiased for the value (expected reward per round) of the
 agent's policy at that moment, so their means estimate the average value of the agent's policies along its replay
-trajectory; the replay mean estimates its average reward per round over its accepted rounds. All three are reported
-with Student-t 95% intervals over rounds (a martingale-difference approximation). IPS and DR need logged
-propensities; replay needs them too unless the log is declared uniform (``uniform=True`` sets ``p_i = 1/K``).
+trajectory; the replay mean estimates its average reward per round over its accepted rounds. A static policy (an
+array ``(n, K)`` or a callable of the contexts) has one value; its replay action is drawn from its distribution. Every
+estimate comes with an interval over the data (bootstrap BCa by default, or Student-t; for a learning agent the
+rounds are a martingale-difference sequence, so resampling them is an approximation), widened to an exact bound when
+rewards are rare. The estimators need logged propensities; replay needs them too unless the log is declared uniform
+(``uniform=True`` sets ``p_i = 1/K``). A log with several positions (slots) is evaluated as one pooled log here, which
+assumes an action's reward does not depend on its position; :mod:`dpbandit.offline.positions` evaluates each
+position and the pool.
 
 Privacy, offline (:data:`OFFLINE_PRIVACY_SCOPE`): the agent's privacy report describes it as a mechanism over the
 users it learned from — the accepted events — under the report's neighbouring relation. It is not a guarantee for
 everyone in the log: whether a logged user is accepted depends on that user's logged action and context, so one
 changed record can add or remove an accepted round, which a replace-one guarantee does not cover. The estimates
-themselves (replay mean, IPS, DR) read raw logged rewards: they are numbers for the analyst, not private releases.
+themselves (replay mean and every estimator) read raw logged rewards: they are numbers for the analyst, not private releases.
 
 Seeding: the agent is reset with the job seed (its ``"exploration"`` and ``"privacy"`` streams); the acceptance
 coins and the optional shuffle use the seed's ``"reward_noise"`` and ``"contexts"`` streams (the randomness an
@@ -34,25 +43,29 @@ environment would otherwise supply).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from dpbandit.agents.base import Agent
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.envs.contexts import CONTEXT_NORMS, NORMALIZE_MODES, normalise
+from dpbandit.offline import estimators as est
 from dpbandit.offline.logged import LoggedData
-from dpbandit.offline.reward_model import cross_fitted_rewards
+from dpbandit.offline.policies import agent_probabilities, policy_matrix
+from dpbandit.offline.reward_model import fit_reward_model, ridge_dm_deviations
 from dpbandit.seeding import stream
 from dpbandit.validation import check_choice, check_int, check_real
 
 __all__ = ["ReplayEnv", "OfflineResult", "evaluate_offline", "OFFLINE_PRIVACY_SCOPE", "ESTIMATORS",
-           "MIN_EXPECTED_ACCEPTED", "check_replayable", "expected_accepted"]
+           "MIN_EXPECTED_ACCEPTED", "check_replayable", "expected_accepted", "DEFAULT_ESTIMATORS", "covering_horizon"]
 
-ESTIMATORS: tuple[str, ...] = ("replay", "ips", "dr")
+#: Every estimator: rejection-sampling replay and :data:`dpbandit.offline.estimators.ESTIMATORS`.
+ESTIMATORS: tuple[str, ...] = ("replay",) + est.ESTIMATORS
+#: The default set: the unbiased (or consistent) ones; the switch and clipped estimators are biased above ``clip``.
+DEFAULT_ESTIMATORS: tuple[str, ...] = ("replay", "dm", "ips", "snips", "dr", "sndr")
 #: Fewest accepted rounds a full replay pass must expect (``n_rounds * p_min``); below it replay is refused.
 MIN_EXPECTED_ACCEPTED = 10.0
 
@@ -60,7 +73,7 @@ MIN_EXPECTED_ACCEPTED = 10.0
 OFFLINE_PRIVACY_SCOPE = (
     "offline: the privacy report covers the accepted (replayed) users only, under its neighbouring relation; a "
     "changed log record can add or remove an accepted round, which replace-one does not cover; the replay/IPS/DR "
-    "estimates read raw logged rewards and are not private releases"
+    "(and every other) estimates read raw logged rewards and are not private releases"
 )
 
 
@@ -146,94 +159,160 @@ def _check_range(reward_range: Any) -> tuple[float, float]:
     return low, high
 
 
+def covering_horizon(data: LoggedData, uniform: bool = False) -> int:
+    """A replay horizon the whole log fills only with probability <= 1e-9: the number of accepted rounds of a full
+    pass is Binomial(n_rounds, p_min) whatever the agent, and this is its 1 - 1e-9 quantile (the default of
+    ``dpbandit replay``, so the pass covers the whole log while private agents calibrate to a tight horizon)."""
+    from scipy import stats
+
+    p_min = float(_propensities(data, uniform).min())
+    return max(1, int(stats.binom.ppf(1 - 1e-9, data.n_rounds, p_min)))
+
+
 @dataclass(frozen=True)
 class OfflineResult:
     """One offline evaluation: ``curve`` (per accepted round: ``t, reward, cumulative_reward``), ``estimates``
-    (estimator -> ``(mean, ci95 half-width, n)``), ``accepted``, ``logged`` (rounds consumed), the privacy
-    report (dict or None) and its offline ``privacy_scope``."""
+    (estimator -> :class:`~dpbandit.offline.estimators.Estimate`: value, interval over the data, n, effective
+    sample size), ``accepted``, ``logged`` (rounds evaluated: the whole log), ``pi`` ``(n, K)`` the evaluated
+    distributions in log order, the privacy report (dict or None) and its offline ``privacy_scope``."""
 
     curve: pd.DataFrame
-    estimates: dict[str, tuple[float, float, int]]
+    estimates: dict[str, est.Estimate]
     accepted: int
     logged: int
     privacy_report: dict | None
     privacy_scope: str = OFFLINE_PRIVACY_SCOPE
+    pi: np.ndarray | None = field(default=None, repr=False)
+
+    def table(self) -> pd.DataFrame:
+        """One row per estimator: ``estimator, value, low, high, n, ess, interval``."""
+        return pd.DataFrame([{"estimator": e.name, "value": e.value, "low": e.low, "high": e.high, "n": e.n,
+                              "ess": e.ess, "interval": e.method} for e in self.estimates.values()])
 
 
-def _mean_ci(values: np.ndarray) -> tuple[float, float, int]:
-    n = values.size
-    if n == 0:
-        return float("nan"), float("nan"), 0
-    if n == 1:
-        return float(values[0]), float("inf"), 1
-    return float(values.mean()), float(stats.t.ppf(0.975, n - 1) * values.std(ddof=1) / np.sqrt(n)), n
+def _replay_estimate(rewards: np.ndarray, reward_range: tuple[float, float], interval: str, level: float,
+                     n_resamples: int, rng: np.random.Generator) -> est.Estimate:
+    """The mean reward per accepted round, with the same interval machinery (weights 1); NaN with no accepted round."""
+    m = rewards.size
+    if m < 2:
+        value = float(rewards[0]) if m else float("nan")
+        low, high = (reward_range if m else (float("nan"), float("nan")))
+        return est.Estimate("replay", value, float(low), float(high), m, float(m), "none", level)
+    e = est.estimate("ips", rewards, np.zeros(m, np.int64), np.ones(m), np.ones((m, 1)), interval=interval,
+                     level=level, n_resamples=n_resamples, rng=rng, reward_range=reward_range)
+    return est.Estimate("replay", e.value, e.low, e.high, m, float(m), e.method, level)
 
 
-def evaluate_offline(data: LoggedData, agent: Agent, seed: int, *, uniform: bool = False, shuffle: bool = False,
-                     normalize: str = "clip", reward_model: np.ndarray | None = None,
-                     estimators: tuple[str, ...] = ESTIMATORS) -> OfflineResult:
-    """Replay / IPS / DR evaluation of ``agent`` on ``data`` (see the module docstring).
+def _agent_pass(agent: Agent, data: LoggedData, contexts: np.ndarray, order: np.ndarray, accept: np.ndarray,
+                seed: int) -> tuple[np.ndarray, list[float]]:
+    """Replay ``agent`` over the log in ``order``: its distributions ``(n, K)`` (log order) and accepted rewards."""
+    agent.reset(seed)
+    k, horizon = data.n_actions, agent.constants.horizon
+    pi = np.zeros((data.n_rounds, k))
+    rewards: list[float] = []
+    act, update = agent.act, agent.update
+    for i in order:
+        obs = np.broadcast_to(contexts[i], (k, data.dim))
+        probs = agent_probabilities(agent, obs)
+        b = act(obs)
+        if probs is None:
+            pi[i, b] = 1.0
+        else:
+            pi[i] = probs
+        a = int(data.action[i])
+        if b == a and accept[i] and len(rewards) < horizon:
+            r = float(data.reward[i])
+            update(obs, a, r, {})
+            rewards.append(r)
+    return pi, rewards
 
-    The agent's constants (build it with :meth:`ReplayEnv.from_logged`) state the replay horizon (accepted rounds;
-    the pass stops there or at the end of the log), the context bound (contexts are brought into it with
-    :func:`~dpbandit.envs.contexts.normalise`, mode ``normalize``) and the reward range (rewards outside it are
-    refused: the agent's calibration rests on it). ``uniform=True`` declares a uniformly random logging policy when
-    no propensities were logged. ``reward_model`` ``(n, K)``: DR's ``q`` (default: cross-fitted ridge). With
-    ``"replay"`` among the ``estimators``, a log whose smallest propensity leaves fewer than
-    :data:`MIN_EXPECTED_ACCEPTED` expected accepted rounds is refused before any work (:func:`check_replayable`).
+
+def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.ndarray], Any], seed: int, *,
+                     uniform: bool = False, shuffle: bool = False, normalize: str = "clip",
+                     reward_model: Any = None, folds: int = 2, estimators: tuple[str, ...] = DEFAULT_ESTIMATORS,
+                     clip: float = est.DEFAULT_CLIP, interval: str = "bca", level: float = 0.95,
+                     n_resamples: int = 999, reward_range: tuple[float, float] | None = None) -> OfflineResult:
+    """Evaluate ``agent`` on ``data`` (see the module docstring): an :class:`~dpbandit.agents.base.Agent`, or a
+    static policy, action probabilities ``(n, K)`` or a callable ``contexts (n, d) -> (n, K)``.
+
+    An agent's constants (build it with :meth:`ReplayEnv.from_logged`) state the replay horizon (accepted rounds it
+    learns from), the context bound (contexts are brought into it with :func:`~dpbandit.envs.contexts.normalise`,
+    mode ``normalize``) and the reward range (rewards outside it are refused: the agent's calibration rests on it).
+    A static policy sees the raw contexts; its reward range is ``reward_range`` (default ``(0, 1)`` when the rewards
+    lie in it, else their observed range). ``uniform=True`` declares a uniformly random logging policy when no
+    propensities were logged. ``reward_model``: ``q`` as an array ``(n, K)``, a name or a scikit-learn estimator
+    (:func:`~dpbandit.offline.reward_model.fit_reward_model`, ``folds`` cross-fitting folds; default ridge).
+    ``estimators`` among :data:`ESTIMATORS`; ``clip`` the weight level of the switch and clipped ones; ``interval``
+    ``"bca"`` or ``"t"`` at ``level`` with ``n_resamples`` bootstrap resamples (drawn from the seed's
+    ``"exploration"`` stream's spawn). With ``"replay"`` among the ``estimators``, a log whose smallest propensity
+    leaves fewer than :data:`MIN_EXPECTED_ACCEPTED` expected accepted rounds is refused before any work
+    (:func:`check_replayable`).
     """
     if not isinstance(data, LoggedData):
         raise TypeError(f"data must be a LoggedData, got {type(data).__name__}")
-    if not isinstance(agent, Agent):
-        raise TypeError(f"agent must be a dpbandit Agent, got {type(agent).__name__}")
+    is_agent = isinstance(agent, Agent)
+    if not is_agent and not (callable(agent) or isinstance(agent, (np.ndarray, list, tuple))):
+        raise TypeError(f"agent must be a dpbandit Agent or a policy (action probabilities (n, K), or a callable of the "
+                        f"contexts), got {type(agent).__name__}")
     seed = check_int("seed", seed, low=0)
     check_choice("normalize", normalize, NORMALIZE_MODES)
+    check_choice("interval", interval, est.INTERVALS)
+    if isinstance(estimators, str) or not estimators:
+        raise ValueError(f"estimators must be a non-empty tuple of names from {list(ESTIMATORS)}, got {estimators!r}")
     for name in estimators:
         check_choice("estimator", name, ESTIMATORS)
-    c = agent.constants
-    if (c.n_arms, c.dim) != (data.n_actions, data.dim):
-        raise ValueError(f"agent has (K, d) = {(c.n_arms, c.dim)} but the log has {(data.n_actions, data.dim)}: "
-                         "build it with ReplayEnv.from_logged(data, ...)")
-    if data.reward.min() < c.reward_low or data.reward.max() > c.reward_high:
+    if is_agent:
+        c = agent.constants
+        if (c.n_arms, c.dim) != (data.n_actions, data.dim):
+            raise ValueError(f"agent has (K, d) = {(c.n_arms, c.dim)} but the log has {(data.n_actions, data.dim)}: "
+                             "build it with ReplayEnv.from_logged(data, ...)")
+        reward_range = (c.reward_low, c.reward_high)
+    elif reward_range is None:
+        lo, hi = float(data.reward.min()), float(data.reward.max())
+        reward_range = (0.0, 1.0) if lo >= 0 and hi <= 1 else (lo, hi)
+    low, high = _check_range(reward_range)
+    if data.reward.min() < low or data.reward.max() > high:
         raise ValueError(f"logged rewards lie in [{data.reward.min():g}, {data.reward.max():g}], outside the stated "
-                         f"reward_range [{c.reward_low:g}, {c.reward_high:g}] the agent is calibrated to: widen "
-                         "reward_range or clip the rewards")
+                         f"reward_range [{low:g}, {high:g}]{' the agent is calibrated to' if is_agent else ''}: "
+                         "widen reward_range or clip the rewards")
     pscore = _propensities(data, uniform)
     if "replay" in estimators:
         check_replayable(data, uniform)
+    q = None
+    ridge = reward_model is None or (isinstance(reward_model, str) and reward_model == "ridge")
+    if est.MODEL_ESTIMATORS.intersection(estimators):
+        if isinstance(reward_model, (np.ndarray, list)):
+            q = np.asarray(reward_model, dtype=np.float64)
+            if q.shape != (data.n_rounds, data.n_actions):
+                raise ValueError(f"reward_model must have shape {(data.n_rounds, data.n_actions)}, got {q.shape}")
+        else:
+            q = fit_reward_model(data, "ridge" if reward_model is None else reward_model, folds, seed=seed)
     order = stream(seed, "contexts").permutation(data.n_rounds) if shuffle else np.arange(data.n_rounds)
     coins = stream(seed, "reward_noise").random(data.n_rounds)
-    accept_prob = pscore.min() / pscore
-    contexts = normalise(data.context, c.context_norm, c.context_bound, normalize)
-    q = None
-    if "dr" in estimators:
-        q = cross_fitted_rewards(data) if reward_model is None else np.asarray(reward_model, dtype=np.float64)
-        if q.shape != (data.n_rounds, data.n_actions):
-            raise ValueError(f"reward_model must have shape {(data.n_rounds, data.n_actions)}, got {q.shape}")
-
-    agent.reset(seed)
-    horizon, k = c.horizon, data.n_actions
-    rewards, ips, dr = [], [], []
-    act, update = agent.act, agent.update
-    used = 0
-    for i in order:
-        if len(rewards) == horizon:
-            break
-        used += 1
-        obs = np.broadcast_to(contexts[i], (k, data.dim))
-        b = act(obs)
-        a, r, p = int(data.action[i]), float(data.reward[i]), float(pscore[i])
-        match = b == a
-        ips.append(r / p if match else 0.0)
-        if q is not None:
-            dr.append(q[i, b] + ((r - q[i, a]) / p if match else 0.0))
-        if match and coins[i] < accept_prob[i]:
-            update(obs, a, r, {})
-            rewards.append(r)
-    rewards_arr = np.asarray(rewards)
+    accept = coins < pscore.min() / pscore
+    if is_agent:
+        contexts = normalise(data.context, agent.constants.context_norm, agent.constants.context_bound, normalize)
+        pi, rewards = _agent_pass(agent, data, contexts, order, accept, seed)
+        report = agent.privacy_report()
+        report = None if report is None else report.to_dict()
+    else:
+        pi = policy_matrix(agent, data.context, data.n_actions)
+        draws = stream(seed, "exploration").random(data.n_rounds)
+        played = np.minimum((pi.cumsum(axis=1) < draws[:, None]).sum(axis=1), data.n_actions - 1)
+        hit = order[(played[order] == data.action[order]) & accept[order]]
+        rewards, report = data.reward[hit].tolist(), None
+    rng = np.random.default_rng(stream(seed, "exploration").spawn(1)[0])
+    options = dict(interval=interval, level=level, n_resamples=n_resamples, rng=rng, reward_range=(low, high))
+    estimates = {}
+    for name in estimators:
+        if name == "replay":
+            estimates[name] = _replay_estimate(np.asarray(rewards, dtype=np.float64), (low, high), interval, level,
+                                               n_resamples, rng)
+        else:
+            deviations = ridge_dm_deviations(data, pi, rng) if name == "dm" and ridge else None
+            estimates[name] = est.estimate(name, data.reward, data.action, pscore, pi, q, clip=clip,
+                                           model_deviations=deviations, **options)
+    rewards_arr = np.asarray(rewards, dtype=np.float64)
     curve = pd.DataFrame({"t": np.arange(1, rewards_arr.size + 1), "reward": rewards_arr,
                           "cumulative_reward": np.cumsum(rewards_arr)})
-    estimates = {"replay": _mean_ci(rewards_arr), "ips": _mean_ci(np.asarray(ips)), "dr": _mean_ci(np.asarray(dr))}
-    report = agent.privacy_report()
-    return OfflineResult(curve, {k_: estimates[k_] for k_ in estimators}, int(rewards_arr.size), used,
-                         None if report is None else report.to_dict())
+    return OfflineResult(curve, estimates, int(rewards_arr.size), data.n_rounds, report, pi=pi)

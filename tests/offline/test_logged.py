@@ -65,8 +65,9 @@ def test_invalid_logs_are_refused(tmp_path):
         with pytest.raises(ValueError, match=message):
             LoggedData(**kwargs)
     feedback = LoggedData(**ok).to_obp()
-    with pytest.raises(ValueError, match="position must be 0"):
-        LoggedData.from_obp({**feedback, "position": np.array([0, 1, 0, 0])})
+    assert LoggedData.from_obp({**feedback, "position": np.array([0, 1, 0, 0])}).positions == [0, 1]
+    with pytest.raises(ValueError, match="position must be 4 integers >= 0"):
+        LoggedData.from_obp({**feedback, "position": np.array([0, -1, 0, 0])})
     with pytest.raises(ValueError, match="n_rounds = 5 does not match the 4 logged rounds"):
         LoggedData.from_obp({**feedback, "n_rounds": 5})
     with pytest.raises(ValueError, match=r"bandit feedback lacks \['reward'\]"):

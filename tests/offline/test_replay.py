@@ -4,6 +4,7 @@ import math
 
 import gymnasium
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -13,6 +14,7 @@ from dpbandit.agents.base import Agent
 from dpbandit.experiment.cli import main
 from dpbandit.experiment.runner import simulate
 from dpbandit.offline import OFFLINE_PRIVACY_SCOPE, LoggedData, ReplayEnv, evaluate_offline, log_policy
+from dpbandit.offline.replay import ESTIMATORS
 
 K, T, SEEDS = 3, 300, 10
 ENV = dict(n_arms=K, dim=5, sparsity=2, instance_seed=0)
@@ -45,7 +47,7 @@ def test_replay_of_uniform_logs_recovers_every_agents_simulated_reward(logs):
             result = evaluate_offline(data, make_agent(name, _replay_env(data), **params), seed=s)
             assert result.accepted == T and result.curve["t"].iloc[-1] == T
             assert result.privacy_scope == OFFLINE_PRIVACY_SCOPE
-            offline.append(result.estimates["replay"][0])
+            offline.append(result.estimates["replay"].value)
         offline = np.array(offline)
         va, vb = online.var(ddof=1) / SEEDS, offline.var(ddof=1) / SEEDS
         dof = (va + vb) ** 2 / (va**2 / (SEEDS - 1) + vb**2 / (SEEDS - 1))
@@ -78,14 +80,16 @@ def test_ips_dr_and_rejection_replay_on_a_skewed_log_match_the_truth():
     data = log_policy(env, 6000, seed=7, policy=lambda obs, rng: np.array([0.7, 0.15, 0.15]))
     truth = data.extra["expected_reward"]
     renv = _replay_env(data, horizon=6000)
-    fixed = evaluate_offline(data, _Always(renv.constants), seed=0)
-    for name in ("replay", "ips", "dr"):
-        mean, half, _ = fixed.estimates[name]
-        assert abs(mean - truth[:, 1].mean()) < half, (name, mean, truth[:, 1].mean(), half)
-    assert fixed.estimates["dr"][1] < fixed.estimates["ips"][1]  # the reward model reduces the variance
+    fixed = evaluate_offline(data, _Always(renv.constants), seed=0, estimators=ESTIMATORS)
+    for name in ESTIMATORS:
+        e = fixed.estimates[name]
+        assert e.covers(truth[:, 1].mean()), (name, e, truth[:, 1].mean())
+    assert fixed.estimates["dr"].half_width < fixed.estimates["ips"].half_width  # the reward model reduces variance
     uniform = evaluate_offline(data, make_agent("random", renv), seed=0)
-    mean, half, n = uniform.estimates["replay"]
-    assert abs(mean - truth.mean()) < half and n == pytest.approx(6000 * 0.15, rel=0.15)
+    e = uniform.estimates["replay"]
+    assert e.covers(truth.mean()) and e.n == pytest.approx(6000 * 0.15, rel=0.15)
+    # uniform play's distribution is known: IPS weights 1/3 / p, not one sampled action (issue 26, item 1)
+    assert uniform.estimates["ips"].ess > 0.5 * 6000 and np.allclose(uniform.pi, 1 / 3)
 
 
 def test_offline_inputs_are_checked(logs):
@@ -103,7 +107,7 @@ def test_offline_inputs_are_checked(logs):
     with pytest.raises(ValueError, match="reward_range must be finite with low < high"):
         ReplayEnv.from_logged(data, T, reward_range=(1, 0))
     with pytest.raises(ValueError, match="estimator"):
-        evaluate_offline(data, agent, seed=0, estimators=("snips",))
+        evaluate_offline(data, agent, seed=0, estimators=("magic",))
 
 
 def test_cli_replay_prints_privacy_and_estimates(logs, tmp_path, capsys):
@@ -113,9 +117,11 @@ def test_cli_replay_prints_privacy_and_estimates(logs, tmp_path, capsys):
                  "--out", str(tmp_path / "t.csv")])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "1440 logged rounds, 3 actions, d=5" in out and "Privacy: offline: the privacy report covers" in out
+    assert "1440 logged rounds, K=3 actions (the file's n_actions), d=5" in out
+    assert "Privacy: offline: the privacy report covers" in out
     lines = {line.split()[0]: line.split() for line in out.splitlines() if line.strip().startswith(("random", "dp_"))}
     assert lines["dp_ucb:epsilon=2"][1:3] == ["JDP", "2"] and lines["random"][1:3] == ["none", "inf"]
-    assert (tmp_path / "t.csv").read_text().count("\n") == 3
+    table = pd.read_csv(tmp_path / "t.csv").set_index("agent")
+    assert len(table) == 2 and (table["ips_low"] < table["ips"]).all() and (table["ips"] < table["ips_high"]).all()
     assert main(["replay", str(path), "--agent", "nosuch"]) == 2
     assert "unknown agent 'nosuch'" in capsys.readouterr().err
