@@ -11,6 +11,7 @@ import pytest
 
 from dpbandit.experiment.cli import main
 from dpbandit.experiment.rundir import run_lock
+from dpbandit.files import write_atomic
 
 CONFIG = """name = "{name}"
 seeds = 1
@@ -135,19 +136,18 @@ def test_sizes_that_cannot_fit_are_refused_before_allocating(tmp_path, capsys, a
 
 
 def test_plot_on_every_run_kind_is_a_plot_or_one_line(tmp_path, capsys):
-    table_run = tmp_path / "table"
-    table_run.mkdir()
-    pd.DataFrame({"T": [1000], "d": [5], "p": [1.5], "algo": ["OFW"], "risk": [0.1]}).to_csv(
-        table_run / "results.csv", index=False)
+    table_run = tmp_path / "table"  # tables written through the output layer, as every command writes them
+    table = pd.DataFrame({"T": [1000], "d": [5], "p": [1.5], "algo": ["OFW"], "risk": [0.1]})
+    write_atomic(table_run / "results.csv", lambda p: table.to_csv(p, index=False))
     _fails(capsys, ["plot", str(table_run)], "holds no regret curves", "has no regret plot")
     oco_run = tmp_path / "oco"
-    oco_run.mkdir()
-    pd.DataFrame({"stream": "linear", "learner": "pigd", "seed": [0, 0], "t": [1, 2],
-                  "cumulative_regret": [0.1, 0.2]}).to_csv(oco_run / "results.csv", index=False)
+    oco = pd.DataFrame({"stream": "linear", "learner": "pigd", "seed": [0, 0], "t": [1, 2],
+                        "cumulative_regret": [0.1, 0.2]})
+    write_atomic(oco_run / "results.csv", lambda p: oco.to_csv(p, index=False))
     assert main(["plot", str(oco_run)]) == 0 and (oco_run / "regret.png").stat().st_size > 1000
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "results.csv").write_text("")
-    _fails(capsys, ["plot", str(tmp_path / "empty")], "dpbandit plot: error:")
+    _fails(capsys, ["plot", str(tmp_path / "empty")], "was not written by dpbandit")
     _fails(capsys, ["plot", str(tmp_path / "nowhere")], "has no results.csv")
 
 
@@ -280,6 +280,9 @@ def test_a_config_that_is_a_folder_says_so(tmp_path, capsys):
     (["reproduce", "figure-5.1", "--arms", "3"], "dpbandit reproduce figure-5.1: error: argument --arms: invalid "
                                                  "choice: 3"),
     (["reproduce", "fliphat", "--nope"], "dpbandit reproduce fliphat: error: unrecognized arguments: --nope"),
+    # before: the reproduction ran, then "cannot reindex on an axis with duplicate labels"
+    (["reproduce", "fliphat", "--arms", "3", "3"], "dpbandit reproduce fliphat: error: argument --arms: values must "
+                                                   "not repeat, got 3 3"),
 ])
 def test_usage_errors_are_one_line(capsys, argv, line):
     assert _code(argv) == 2
