@@ -7,8 +7,10 @@
   (``.ci/run`` lets the test suite save them there, so nothing runs twice) or, without it, executed here;
 * ``site/index.html``: links to all of it.
 
-Nothing is downloaded (pdoc, markdown2 and pygments render everything; figures are embedded). Any warning —
-a docstring pdoc cannot resolve, a notebook without outputs — fails the build (exit code 1).
+Nothing is downloaded (pdoc, markdown2 and pygments render everything; figures are embedded). Links to Markdown
+files become links to their rendered pages, pdoc's links to members it does not render go to the closest rendered
+parent (``docs/site_links.py``), and then every link is checked. Any warning — a docstring pdoc cannot resolve, a
+notebook without outputs — and any broken link or anchor fails the build (exit code 1).
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import shutil
 import sys
 import warnings
 from pathlib import Path
+
+from site_links import broken_links, repair_api_anchors, rewrite_markdown_links
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [("README.md", "Overview"), ("docs/user-guide.md", "User guide"), ("docs/ARCHITECTURE.md", "Architecture"),
@@ -154,6 +158,10 @@ def build(out: Path, executed: Path | None = None) -> Path:
             f"<h2>Notebooks (executed)</h2><ul>{items(notebooks)}</ul>"
             f"<h2>API reference</h2><ul><li><a href='api/dpbandit.html'>dpbandit</a> (every module)</li></ul>")
     (out / "index.html").write_text(_page("dpbandit", body, depth=0), encoding="utf-8")
+    rendered = {p.name.lower(): f"guide/{p.stem.lower()}.html" for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
+                if p.name != "api.md"}
+    rewrite_markdown_links(out, {**rendered, "api.md": "api/dpbandit.html"})
+    repair_api_anchors(out / "api")
     return out
 
 
@@ -169,8 +177,11 @@ def main(argv: list[str] | None = None) -> int:
             or "build_site" in str(w.filename)]
     for w in ours:
         print(f"warning: {w.filename}:{w.lineno}: {w.message}", file=sys.stderr)
-    if ours:
-        print(f"docs build: {len(ours)} warning(s)", file=sys.stderr)
+    broken = broken_links(out)
+    for link in broken:
+        print(f"broken link: {link}", file=sys.stderr)
+    if ours or broken:
+        print(f"docs build: {len(ours)} warning(s), {len(broken)} broken link(s)", file=sys.stderr)
         return 1
     print(f"documentation site: {out / 'index.html'}")
     return 0
