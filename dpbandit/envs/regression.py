@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from dpbandit.envs.tabular import TabularBanditEnv, frame_to_table, resolve_source, source_name
-from dpbandit.validation import check_int
+from dpbandit.validation import check_int, check_memory
 
 __all__ = ["RegressionBanditEnv", "REGRESSION_DATASETS", "REWARD_FUNCTIONS", "regression_from_data",
            "regression_rewards"]
@@ -134,6 +134,7 @@ class RegressionBanditEnv(TabularBanditEnv):
         targets = _numbers(values, source_name(source))
         if arms is None:
             K = check_int("n_arms", n_arms, low=2)
+            _check_size(K, x.shape, "n_arms")
             candidates = np.quantile(targets, (np.arange(K) + 0.5) / K)
         else:
             try:
@@ -142,6 +143,7 @@ class RegressionBanditEnv(TabularBanditEnv):
                 raise TypeError(f"arms must be a sequence of numbers, got {arms!r}") from None
             if candidates.ndim != 1 or candidates.size < 2 or not np.isfinite(candidates).all():
                 raise ValueError(f"arms must be a 1-D sequence of at least 2 finite numbers, got {arms!r}")
+            _check_size(candidates.size, x.shape, "arms")
         if np.unique(candidates).size != candidates.size:
             raise ValueError(f"candidate predictions must be distinct, got {candidates.tolist()} (too few distinct "
                              "target values for n_arms: lower n_arms or give arms=)")
@@ -165,6 +167,14 @@ class RegressionBanditEnv(TabularBanditEnv):
         """The bandit of a pandas frame: column ``target`` holds the targets, every other column is a feature."""
         x, y, _ = frame_to_table(df, target)
         return cls(X=x, y=y, **kwargs)
+
+
+def _check_size(K: int, shape: tuple[int, ...], name: str) -> None:
+    """The size rule before anything of size K is built: the rewards table ``(n, K)`` and its temporaries (four
+    ``n x K`` arrays at the peak) and the observation bounds ``(K, d)``."""
+    n, d = shape[0], shape[1] if len(shape) > 1 else 1
+    check_memory(f"environment RegressionBanditEnv(n_arms={K}, rows={n}, dim={d}) (the rewards table rows x n_arms)",
+                 8.0 * (4 * n * K + 3 * K * d), f"lower {name}")
 
 
 def regression_from_data(**kwargs: Any) -> RegressionBanditEnv:

@@ -21,6 +21,7 @@ from dpbandit.agents.batched import BATCHED_FORMS, batched_form, has_batched_for
 from dpbandit.envs.glm import GLMBanditEnv
 from dpbandit.envs.vector import GLMBanditVectorEnv
 from dpbandit.experiment.config import AgentSpec, EnvSpec, make_env
+from dpbandit.experiment.execution import FIRST_STEP, round_ticker
 from dpbandit.experiment.results import checkpoint_rounds
 from dpbandit.experiment.runner import one_blas_thread, simulate
 from dpbandit.validation import check_int
@@ -81,6 +82,8 @@ def _play(world, policy, horizon, checkpoints) -> list[pd.DataFrame]:
     rec = np.empty((S, n, 4))
     cum_regret, cum_reward = np.zeros(S), np.zeros(S)
     k, next_t = 0, int(rounds[0])
+    tick = round_ticker(S)  # the progress bar's rounds, S per round (None: nobody watches)
+    next_tick = FIRST_STEP if tick is not None else horizon + 1
     O = world.obs
     for t in range(1, horizon + 1):
         arms = policy.act(O)
@@ -92,6 +95,8 @@ def _play(world, policy, horizon, checkpoints) -> list[pd.DataFrame]:
             rec[:, k] = np.column_stack((rewards, regrets, cum_reward, cum_regret))
             k += 1
             next_t = int(rounds[k]) if k < n else -1
+        if t == next_tick:
+            next_tick = tick(t)
         O = O_next
     frames = []
     for s in range(S):

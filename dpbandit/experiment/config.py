@@ -53,7 +53,7 @@ else:  # pragma: no cover
 
 __all__ = [
     "AgentSpec", "EnvSpec", "ExperimentConfig", "load_config", "make_env", "parse_seeds", "config_digest",
-    "DEFAULT_CONFIG", "BATCH_MODES", "read_toml",
+    "DEFAULT_CONFIG", "BATCH_MODES", "read_toml", "MAX_SEEDS", "Built",
 ]
 
 #: The packaged default experiment run by ``dpbandit run`` without ``--config``.

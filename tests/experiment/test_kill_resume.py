@@ -5,8 +5,10 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
+import pytest
 
 CONFIG = """
 name = "killme"
@@ -59,3 +61,69 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
         p.name for p in (tmp_path / "reference" / "killme" / "jobs").glob("*.json")
     )
     pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def _children(pid: int) -> set[int]:
+    """Process ids whose parent is ``pid`` (Linux /proc; empty elsewhere)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.add(int(stat.parent.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _poll(condition, limit: float) -> bool:
+    deadline = time.monotonic() + limit
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the worker processes")
+def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path):
+    """Issue 24: Ctrl-C printed a 15-20-line KeyboardInterrupt traceback. Now: exit code 130, one line on stderr
+    naming the finished jobs kept, the workers gone, and the same command resumes to the uninterrupted results."""
+    config = tmp_path / "sweep.toml"
+    config.write_text(CONFIG.replace("n_jobs = 1", "n_jobs = 2"))
+    jobs_dir = tmp_path / "stopped" / "killme" / "jobs"
+    proc = _run(config, tmp_path / "stopped")
+    workers: set[int] = set()
+
+    def first_job_stored() -> bool:
+        workers.update(_children(proc.pid))
+        return proc.poll() is not None or any(jobs_dir.glob("*.json"))
+
+    assert _poll(first_job_stored, 900), "no job finished (hang guard)"
+    assert proc.poll() is None, proc.stderr.read().decode()
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=300)
+    kept = len(list(jobs_dir.glob("*.json")))
+    assert proc.returncode == 130, err.decode()
+    assert err.decode().splitlines() == [
+        f"dpbandit run: interrupted: {kept} finished job{'s' * (kept != 1)} kept; rerun the same command to resume"
+    ]
+    assert 1 <= kept < 12
+    assert workers and _poll(lambda: not any(map(_alive, workers)), 240), "worker processes outlived the run"
+
+    resumed = _run(config, tmp_path / "stopped")
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err.decode()
+    assert f"Resumed: {kept} finished job(s)" in out.decode()
+    reference = _run(config, tmp_path / "reference")
+    _, err = reference.communicate(timeout=600)
+    assert reference.returncode == 0, err.decode()
+    got = (tmp_path / "stopped" / "killme" / "results.csv").read_bytes()
+    assert got == (tmp_path / "reference" / "killme" / "results.csv").read_bytes()
