@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-__all__ = ["OneLineParser"]
+__all__ = ["Distinct", "OneLineParser"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -21,3 +21,12 @@ class OneLineParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         text = " ".join(str(message).split())
         self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+
+class Distinct(argparse.Action):
+    """A list option (``nargs="+"``) whose values must not repeat: a usage error naming the option otherwise."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values, option_string=None):
+        if len(set(values)) != len(values):
+            parser.error(f"argument {option_string}: values must not repeat, got {' '.join(map(str, values))}")
+        setattr(namespace, self.dest, values)

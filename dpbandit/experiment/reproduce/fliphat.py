@@ -255,15 +255,15 @@ def _reproduce(settings: dict, progress: bool):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``dpbandit reproduce fliphat`` (one-line usage errors)."""
-    from dpbandit.experiment.arguments import OneLineParser
+    from dpbandit.experiment.arguments import Distinct, OneLineParser
 
     parser = OneLineParser(prog="dpbandit reproduce fliphat", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI variant: K = 2, T = 1000, 2 seeds, eps 1 and 5")
     parser.add_argument("--out", default="runs", help="parent folder of the run directory (default: runs)")
     parser.add_argument("--seeds", type=int, help="number of seeds (default 5; quick 2)")
     parser.add_argument("--horizon", type=int, help="horizon T (default 10000; quick 1000)")
-    parser.add_argument("--epsilons", type=float, nargs="+", help="epsilons (default 0.5 1 2 5)")
-    parser.add_argument("--arms", type=int, nargs="+", help="values of K (default 2 3)")
+    parser.add_argument("--epsilons", type=float, nargs="+", action=Distinct, help="epsilons (default 0.5 1 2 5)")
+    parser.add_argument("--arms", type=int, nargs="+", action=Distinct, help="values of K (default 2 3)")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines")
     return parser
 
