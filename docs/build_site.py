@@ -23,8 +23,6 @@ import sys
 import warnings
 from pathlib import Path
 
-from site_links import broken_links, repair_api_anchors, rewrite_markdown_links
-
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [("README.md", "Overview"), ("docs/user-guide.md", "User guide"), ("docs/ARCHITECTURE.md", "Architecture"),
          ("docs/auditor.md", "Empirical auditor")]
@@ -32,6 +30,16 @@ STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem aut
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto}code{background:#f6f8fa}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.2rem .5rem}.out{border-left:3px solid #9bd;margin-left:.5rem}
 img{max-width:100%}"""
+
+
+def _site_links():
+    """``docs/site_links.py``, loaded by path (this script also runs when loaded by path, e.g. by the tests)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("site_links", Path(__file__).with_name("site_links.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _page(title: str, body: str, depth: int = 1) -> str:
@@ -160,8 +168,9 @@ def build(out: Path, executed: Path | None = None) -> Path:
     (out / "index.html").write_text(_page("dpbandit", body, depth=0), encoding="utf-8")
     rendered = {p.name.lower(): f"guide/{p.stem.lower()}.html" for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")]
                 if p.name != "api.md"}
-    rewrite_markdown_links(out, {**rendered, "api.md": "api/dpbandit.html"})
-    repair_api_anchors(out / "api")
+    links = _site_links()
+    links.rewrite_markdown_links(out, {**rendered, "api.md": "api/dpbandit.html"})
+    links.repair_api_anchors(out / "api")
     return out
 
 
@@ -177,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
             or "build_site" in str(w.filename)]
     for w in ours:
         print(f"warning: {w.filename}:{w.lineno}: {w.message}", file=sys.stderr)
-    broken = broken_links(out)
+    broken = _site_links().broken_links(out)
     for link in broken:
         print(f"broken link: {link}", file=sys.stderr)
     if ours or broken:

@@ -164,6 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     agents = sub.add_parser("agents", help="list the available agent types")
     agents.set_defaults(func=_cmd_agents)
 
+    from dpbandit.experiment.notebooks import add_parser as add_notebooks
+
+    add_notebooks(sub)
+
     rep = sub.add_parser("reproduce", help="reproduce a published result (table-5.1, figure-5.1, fliphat); --help "
                          "after it", add_help=False)
     rep.add_argument("options", nargs=argparse.REMAINDER, help="TARGET and its options, e.g. table-5.1 --quick")

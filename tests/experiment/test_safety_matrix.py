@@ -53,7 +53,10 @@ WRITERS = {
                                                "--no-progress"], "figure-5.1-quick"),
     "reproduce fliphat": (lambda out, ins: ["reproduce", "fliphat", "--quick", "--out", str(out), "--no-progress"],
                           "fliphat-quick"),
+    "notebooks": (lambda out, ins: ["notebooks", "--copy", str(out)], None),
 }
+#: The file of each writer's output that the cases plant (default: results.csv).
+PLANTED = {"replay": "table.csv", "plot": "regret.png", "notebooks": "CITATION.cff"}
 
 CASES = ("link", "input", "user_file", "read_only", "size_limit")
 
@@ -114,7 +117,7 @@ def _plant(case: str, command: str, out: Path, ins: Path, canary: Path) -> list[
     argv_out, folder = WRITERS[command]
     target_folder = out / folder if folder else out
     target_folder.mkdir(exist_ok=True)
-    name = "table.csv" if command == "replay" else ("regret.png" if command == "plot" else "results.csv")
+    name = PLANTED.get(command, "results.csv")
     if case == "link":
         (target_folder / name).unlink(missing_ok=True)
         (target_folder / name).symlink_to(canary / ("figure.png" if name.endswith(".png") else "precious.txt"))
@@ -168,8 +171,7 @@ def test_no_output_destroys_a_users_file(tmp_path, command, case, made_run, caps
     argv = argv_out(out, ins) + _plant(case, command, out, ins, canary)
     protected = {root: _snapshot(root) for root in (canary, ins)}
     if case == "input" or case == "user_file":  # the planted files are the user's, inside the output folder
-        protected[out] = {p: s for p, s in _snapshot(out).items() if p.name in ("results.csv", "table.csv",
-                                                                               "regret.png")}
+        protected[out] = {p: s for p, s in _snapshot(out).items() if p.name in ("results.csv", *PLANTED.values())}
     if case in ("link", "input", "user_file"):
         code = main(argv)
         err = capsys.readouterr().err
