@@ -133,3 +133,18 @@ def test_audit_catches_the_published_calibration(factor, caught):
 
     result = audit(mechanism, XA, XB, n_samples=6000, delta=delta, rng=stream(3, "privacy"))
     assert result.violates(eps) is caught, str(result)
+
+
+def test_a_public_start_iterate_is_used_and_checked():
+    """``start`` (issue 29 item 2): the first gradient step is taken at the public iterate; one outside the C ball or
+    of the wrong shape is refused naming ``start``."""
+    c = config(sparsity=1, radius=1.0)
+    X, y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([0.0, 0.5])
+    start = np.array([1.0, 0.0])
+    fit = niht(X, y, 2.0, c, math.inf, stream(0, "privacy"), start=start)
+    v = start - (1.0 / 2.0) * X.T @ (X @ start - y)  # (0.5, 0.25): coordinate 0 kept
+    assert fit.theta.tolist() == [v[0], 0.0]
+    with pytest.raises(ValueError, match="start must lie in the l1 ball of radius C = 1"):
+        niht(X, y, 2.0, c, math.inf, stream(0, "privacy"), start=np.array([1.0, 0.5]))
+    with pytest.raises(ValueError, match=r"start must be a finite vector of shape \(2,\)"):
+        niht(X, y, 2.0, c, math.inf, stream(0, "privacy"), start=np.zeros(3))
