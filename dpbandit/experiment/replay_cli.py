@@ -1,13 +1,17 @@
-"""``dpbandit replay``: evaluate agents on a log file (replay, IPS, doubly robust; :mod:`dpbandit.offline`).
+"""``dpbandit replay``: evaluate agents and policies on a log file (replay, DM, IPS, SNIPS, DR, SNDR, switch and
+clipped estimators; :mod:`dpbandit.offline`).
 
     dpbandit replay LOG.npz --agent random --agent linucb --agent dp_ucb:epsilon=1 --seeds 5
     dpbandit replay LOG.csv --config agents.toml --uniform --reward-range 0 1 --out replay.csv
+    dpbandit replay random/all/all.csv --policy uniform --policy arm:3 --estimator ips --estimator dr
 
-LOG is Open Bandit Pipeline's bandit-feedback dict saved with ``numpy.savez`` (``.npz``) or a table
-(``.csv``/``.parquet``: ``action``, ``reward``, ``pscore``, context columns). Agents come from ``--agent
-TYPE[:key=value,...]`` or the ``[[agents]]`` tables of a TOML file. Each agent is replayed once per seed; the table
-shows, per agent, its privacy guarantee and the mean over seeds of each estimate of its reward per round with a
-95% interval across seeds (with one seed: the interval over rounds).
+LOG is Open Bandit Pipeline's bandit-feedback dict saved with ``numpy.savez`` (``.npz``), a table
+(``.csv``/``.parquet``: ``action``, ``reward``, ``pscore``, optionally ``position``, context columns) or a campaign
+CSV of the Open Bandit Dataset (:mod:`dpbandit.offline.open_bandit`). Agents come from ``--agent
+TYPE[:key=value,...]`` or the ``[[agents]]`` tables of a TOML file; static policies from ``--policy``. Each is
+evaluated once per seed over the whole log; the table shows, per agent (and position), its privacy guarantee and
+each estimate of its reward per round with its 95% interval over the data (several seeds: the mean, and the
+interval spanning every seed's).
 """
 
 from __future__ import annotations
@@ -19,9 +23,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 __all__ = ["main", "replay_table"]
+
+ESTIMATOR_CHOICES = ("replay", "dm", "ips", "snips", "dr", "sndr", "switch_dr", "clipped_ips", "clipped_dr")
+REWARD_MODEL_CHOICES = ("ridge", "logistic", "forest", "boosting")
+MAX_FOLDS = 20
 
 
 def _agent_spec(text: str):
@@ -40,48 +47,97 @@ def _agent_spec(text: str):
     return AgentSpec(name, label=text, params=params)
 
 
+def _policy_spec(text: str, data):
+    """``--policy``: ``uniform``, ``arm:K`` or a ``.npy`` file of action probabilities ``(n_rounds, K)``."""
+    from dpbandit.offline.policies import fixed_arm, uniform_policy
+
+    if text == "uniform":
+        return uniform_policy(data.n_rounds, data.n_actions)
+    if text.startswith("arm:"):
+        arm = text[4:]
+        if not arm.isdigit() or int(arm) >= data.n_actions:
+            raise ValueError(f"--policy {text!r}: the arm must be an integer in [0, {data.n_actions})")
+        return fixed_arm(int(arm), data.n_rounds, data.n_actions)
+    if not text.endswith(".npy"):
+        raise ValueError(f"--policy must be 'uniform', 'arm:K' or a .npy file of action probabilities "
+                         f"({data.n_rounds}, {data.n_actions}), got {text!r}")
+    try:
+        return np.load(text, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--policy file {text!r} is not a readable .npy array: {str(exc).splitlines()[0]}") from None
+
+
 def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=False, context_norm="l2",
-                 context_bound=1.0, reward_range=(0.0, 1.0), theta_norm="l2", theta_bound=math.inf) -> pd.DataFrame:
-    """One row per agent: guarantee, ε, δ, accepted rounds and each estimate (mean over seeds, 95% CI).
+                 context_bound=1.0, reward_range=(0.0, 1.0), theta_norm="l2", theta_bound=math.inf,
+                 estimators=None, reward_model="ridge", folds=2, clip=None, interval="bca",
+                 policies=()) -> pd.DataFrame:
+    """One row per agent (or policy) and position: guarantee, ε, δ, accepted rounds and each estimate with its 95%
+    interval over the data (columns ``NAME``, ``NAME_low``, ``NAME_high``, ``NAME_ess``).
 
     Everything is checked before any replay: the log must let replay expect at least
     :data:`~dpbandit.offline.replay.MIN_EXPECTED_ACCEPTED` accepted rounds (one near-zero propensity makes
     rejection sampling accept almost nothing: refused in one line, :func:`~dpbandit.offline.replay.check_replayable`),
     and every agent is built first (an agent that would be meaningless, e.g. DP-UCB without ``theta_bound``,
-    refuses in one line). The default ``horizon`` is the expected number of accepted rounds, ``n_rounds * p_min``.
-    An estimate that is still undefined (no accepted round in a seed) is refused, never printed as NaN."""
+    refuses in one line). The pass always covers the whole log; ``horizon`` (default
+    :func:`~dpbandit.offline.replay.covering_horizon`, which the whole log fills with probability <= 1e-9) limits
+    only the accepted rounds replay learns from. With several seeds the value is the mean over seeds and the interval
+    spans every seed's data interval (seeds add only the policy's and replay's own randomness). A log with several
+    positions gives one row per position and a ``pooled`` row (:mod:`dpbandit.offline.positions`). ``policies``:
+    ``(label, probabilities (n, K))`` pairs evaluated beside the agents. An estimate that is still undefined (no
+    accepted round in a seed) is refused, never printed as NaN."""
     from dpbandit.agents import make_agent
-    from dpbandit.offline import OFFLINE_PRIVACY_SCOPE, ReplayEnv, evaluate_offline
-    from dpbandit.offline.replay import check_replayable
+    from dpbandit.offline import OFFLINE_PRIVACY_SCOPE, ReplayEnv
+    from dpbandit.offline.estimators import DEFAULT_CLIP
+    from dpbandit.offline.positions import POOLED_ASSUMPTION, evaluate_positions
+    from dpbandit.offline.replay import DEFAULT_ESTIMATORS, check_replayable, covering_horizon
 
-    expected = check_replayable(data, uniform)
-    horizon = horizon or max(1, int(expected))
+    estimators = tuple(estimators or DEFAULT_ESTIMATORS)
+    expected = check_replayable(data, uniform) if "replay" in estimators else data.n_rounds
+    horizon = horizon or covering_horizon(data, uniform)
     env = ReplayEnv.from_logged(data, horizon, context_norm=context_norm, context_bound=context_bound,
                                 reward_range=reward_range, theta_norm=theta_norm, theta_bound=theta_bound)
-    agents = [(spec, make_agent(spec.type, env, **spec.params)) for spec in specs]
+    targets = [(spec.label, make_agent(spec.type, env, **spec.params)) for spec in specs]
+    targets += [(label, probs) for label, probs in policies]
+    options = dict(uniform=uniform, shuffle=shuffle, estimators=estimators, reward_model=reward_model, folds=folds,
+                   clip=DEFAULT_CLIP if clip is None else clip, interval=interval, reward_range=tuple(reward_range))
     rows = []
-    for spec, agent in agents:
-        results = [evaluate_offline(data, agent, seed, uniform=uniform, shuffle=shuffle) for seed in seeds]
-        report = results[0].privacy_report or {}
-        row = {"agent": spec.label, "guarantee": report.get("guarantee", "none"),
-               "epsilon": float(report.get("epsilon", math.inf)), "delta": report.get("delta", 0.0),
-               "accepted": float(np.mean([r.accepted for r in results]))}
-        for name in results[0].estimates:
-            means = np.array([r.estimates[name][0] for r in results])
-            if not np.isfinite(means).all():
-                bad = [seed for seed, r in zip(seeds, results) if not math.isfinite(r.estimates[name][0])]
-                raise ValueError(f"agent {spec.label!r}: the {name} estimate is undefined in seed(s) {bad} "
-                                 f"(accepted rounds per seed: {[r.accepted for r in results]}; expected "
-                                 f"{expected:.3g} per full pass): use a longer log or fewer rounds of tiny propensity")
-            if len(results) > 1:
-                half = float(stats.t.ppf(0.975, len(means) - 1) * means.std(ddof=1) / math.sqrt(len(means)))
-            else:
-                half = results[0].estimates[name][1]
-            row[name], row[f"{name}_ci95"] = float(means.mean()), half
-        rows.append(row)
+    for label, target in targets:
+        runs = [evaluate_positions(data, target, seed, **options) for seed in seeds]
+        for position in runs[0]:
+            results = [run[position] for run in runs]
+            report = results[0].privacy_report or {}
+            row = {"agent": label, "position": position, "guarantee": report.get("guarantee", "none"),
+                   "epsilon": float(report.get("epsilon", math.inf)), "delta": report.get("delta", 0.0),
+                   "accepted": float(np.mean([r.accepted for r in results]))}
+            for name in estimators:
+                values = np.array([r.estimates[name].value for r in results])
+                if not np.isfinite(values).all():
+                    bad = [seed for seed, r in zip(seeds, results) if not math.isfinite(r.estimates[name].value)]
+                    raise ValueError(f"agent {label!r}: the {name} estimate is undefined in seed(s) {bad} "
+                                     f"(accepted rounds per seed: {[r.accepted for r in results]}; expected "
+                                     f"{expected:.3g} per full pass): use a longer log or fewer rounds of tiny "
+                                     "propensity")
+                row[name] = float(values.mean())
+                row[f"{name}_low"] = min(r.estimates[name].low for r in results)
+                row[f"{name}_high"] = max(r.estimates[name].high for r in results)
+                row[f"{name}_ess"] = float(np.mean([r.estimates[name].ess for r in results]))
+            row["assumption"] = POOLED_ASSUMPTION if position == "pooled" else ""
+            rows.append(row)
     table = pd.DataFrame(rows)
     table["privacy_scope"] = OFFLINE_PRIVACY_SCOPE
     return table
+
+
+def shown_table(table: pd.DataFrame, estimators) -> pd.DataFrame:
+    """The printed view: one ``value [low, high]`` column per estimator."""
+    keep = ["agent", "position", "guarantee", "epsilon", "delta", "accepted"]
+    if table["position"].nunique() == 1:
+        keep.remove("position")
+    shown = table[keep].copy()
+    for name in estimators:
+        shown[name] = [f"{v:.4g} [{lo:.4g}, {hi:.4g}]" for v, lo, hi in
+                       zip(table[name], table[f"{name}_low"], table[f"{name}_high"])]
+    return shown
 
 
 def _toml(path: str) -> dict:
@@ -104,7 +160,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", action="append", default=[], help="TYPE[:key=value,...] (repeatable)")
     p.add_argument("--config", help="TOML file whose [[agents]] tables list the agents")
     p.add_argument("--seeds", type=int, default=5, help="replays per agent (seeds 0..N-1; default 5)")
-    p.add_argument("--horizon", type=int, help="accepted rounds per replay (default: n_rounds * min propensity)")
+    p.add_argument("--horizon", type=int, help="accepted rounds an agent learns from in replay (default: all a pass "
+                                               "over the whole log accepts); the estimators always use the whole log")
+    p.add_argument("--policy", action="append", default=[],
+                   help="a static policy to evaluate: uniform, arm:K or a .npy file of probabilities (n, K) "
+                        "(repeatable)")
+    p.add_argument("--estimator", action="append", default=[], choices=ESTIMATOR_CHOICES,
+                   help="estimator to report (repeatable; default replay, dm, ips, snips, dr, sndr)")
+    p.add_argument("--reward-model", dest="reward_model", default="ridge", choices=REWARD_MODEL_CHOICES,
+                   help="reward model of DM and the DR family (default ridge)")
+    p.add_argument("--folds", type=int, default=2, help=f"cross-fitting folds of the reward model (2..{MAX_FOLDS})")
+    p.add_argument("--clip", type=float, help="weight level of switch_dr, clipped_ips and clipped_dr (default 10)")
+    p.add_argument("--interval", default="bca", choices=("bca", "t"), help="interval over the data (default bca)")
     p.add_argument("--uniform", action="store_true", help="the log has no propensities and was logged uniformly")
     p.add_argument("--shuffle", action="store_true", help="replay the log in a seeded random order")
     p.add_argument("--n-actions", dest="n_actions", type=int, help="number of actions (tables: default max+1)")
@@ -129,20 +196,48 @@ def main(argv: list[str] | None = None) -> int:
     specs = [_agent_spec(a) for a in args.agent]
     if args.config:
         specs += [_agent_from_mapping(a, i) for i, a in enumerate(_toml(args.config).get("agents", []))]
-    if not specs:
-        raise ValueError("name at least one agent: --agent TYPE (e.g. --agent random) or --config FILE.toml")
     if args.seeds < 1:
         raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
-    data = read_logged(args.log, n_actions=args.n_actions)
+    if not 2 <= args.folds <= MAX_FOLDS:
+        raise ValueError(f"--folds must be in [2, {MAX_FOLDS}], got {args.folds}")
+    if args.clip is not None and not (args.clip > 0):
+        raise ValueError(f"--clip must be > 0 (a weight level; inf for none), got {args.clip}")
+    if args.horizon is not None and args.horizon < 1:
+        raise ValueError(f"--horizon must be >= 1, got {args.horizon}")
+    if args.n_actions is not None and not 2 <= args.n_actions <= 10**6:
+        raise ValueError(f"--n-actions must be in [2, 1000000], got {args.n_actions}")
+    if not specs and not args.policy:
+        raise ValueError("name at least one agent or policy: --agent TYPE (e.g. --agent random), --config FILE.toml "
+                         "or --policy uniform")
+    from dpbandit.offline.open_bandit import is_open_bandit_table, read_open_bandit
+
+    if is_open_bandit_table(args.log):
+        data = read_open_bandit(args.log)
+        k_source = ("Open Bandit Dataset: the items of item_context.csv" if data.action_context is not None else
+                    "Open Bandit Dataset: inferred as max(item_id) + 1")
+    else:
+        data = read_logged(args.log, n_actions=args.n_actions)
+        k_source = ("--n-actions" if args.n_actions is not None else
+                    "the file's n_actions" if Path(args.log).suffix.lower() == ".npz" else
+                    "inferred as max(action) + 1: pass --n-actions if some actions never appear")
+    policies = [(text, _policy_spec(text, data)) for text in args.policy]
+    estimators = tuple(dict.fromkeys(args.estimator)) or None
     table = replay_table(data, specs, range(args.seeds), horizon=args.horizon, uniform=args.uniform,
                          shuffle=args.shuffle, context_norm=args.context_norm, context_bound=args.context_bound,
                          reward_range=tuple(args.reward_range), theta_norm=args.theta_norm,
-                         theta_bound=args.theta_bound)
-    print(f"{Path(args.log).name}: {data.n_rounds} logged rounds, {data.n_actions} actions, d={data.dim}, "
-          f"propensities {'logged' if data.pscore is not None else 'uniform (declared)'}; {args.seeds} seed(s)")
-    shown = table.drop(columns=["privacy_scope"])
-    with pd.option_context("display.width", 140, "display.max_columns", 20):
-        print(shown.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+                         theta_bound=args.theta_bound, estimators=estimators, reward_model=args.reward_model,
+                         folds=args.folds, clip=args.clip, interval=args.interval, policies=policies)
+    positions = "" if data.position is None else f", positions {data.positions} (and pooled)"
+    print(f"{Path(args.log).name}: {data.n_rounds} logged rounds, K={data.n_actions} actions ({k_source}), "
+          f"d={data.dim}, propensities {'logged' if data.pscore is not None else 'uniform (declared)'}{positions}; "
+          f"{args.seeds} seed(s); 95% intervals over the data ({args.interval})")
+    from dpbandit.offline.replay import DEFAULT_ESTIMATORS
+
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
+        print(shown_table(table, estimators or DEFAULT_ESTIMATORS).to_string(
+            index=False, float_format=lambda x: f"{x:.4g}"))
+    if (table["position"] == "pooled").any():
+        print(f"\nPooled rows: {table['assumption'][table['position'] == 'pooled'].iloc[0]}")
     print(f"\nPrivacy: {table['privacy_scope'].iloc[0]}")
     if args.out:
         table.to_csv(args.out, index=False)
