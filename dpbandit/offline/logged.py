@@ -324,12 +324,17 @@ def _read_npz(path: Path) -> dict:
         raise ValueError(f"{not_npz}: it holds a single array (.npy)")
     with loaded as npz:
         try:
-            return {k: npz[k] for k in npz.files}
+            arrays = {k: npz[k] for k in npz.files}
         except ValueError:
             raise ValueError(f"log file {name!r} holds object arrays (pickled data), which dpbandit never loads; "
                              "save plain numeric arrays") from None
         except (EOFError, zipfile.BadZipFile, OSError):
             raise ValueError(f"{not_npz}: it is damaged") from None
+    for key in ("n_actions", "n_rounds", "action", "reward", "pscore", "context", "position"):
+        if key in arrays and arrays[key].dtype.kind not in "biuf":
+            raise ValueError(f"log file {name!r}: array {key!r} must hold numbers, got {arrays[key].dtype} values "
+                             f"such as {arrays[key].reshape(-1)[:1].tolist()}")
+    return arrays
 
 
 def _from_obp(feedback: dict, source: str) -> LoggedData:

@@ -17,7 +17,9 @@ subprocesses to check the real stderr and exit code. The Dask backend is not fuz
 to start); ``--backend`` draws ``local`` or an invalid choice.
 
 Failing cases are collected (no shrinking: every one is listed with its argv and what happened) and each
-subcommand's test fails listing them. The number of cases per subcommand is printed at the end.
+subcommand's test fails listing them. The number of cases per subcommand is printed at the end. The seed is fixed
+(``derandomize``); ``DPBANDIT_FUZZ_SEED=n DPBANDIT_FUZZ_SCALE=k`` searches further (seed n, k times the cases) and
+``DPBANDIT_FUZZ_LOG=file`` appends every case (argv, exit code, stderr) to a file.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from dpbandit.experiment.cli import command_parsers, main
@@ -446,8 +448,12 @@ def test_fuzz_subcommand(world, command):
     """Exit 0, or exit 2 with one line on stderr; never a traceback; nothing outside the output folder touched."""
     failures: list[str] = []
 
-    @settings(max_examples=TINY[command]["cases"], derandomize=True, deadline=None, database=None,
+    explore = os.environ.get("DPBANDIT_FUZZ_SEED")  # a longer search elsewhere: another seed, SCALE x the cases
+    cases = TINY[command]["cases"] * int(os.environ.get("DPBANDIT_FUZZ_SCALE", "1"))
+
+    @settings(max_examples=cases, derandomize=explore is None, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
+    @seed(int(explore or 0))
     @given(rnd=st.randoms(use_true_random=True))
     def fuzz(rnd):
         COUNTS[command] += 1
@@ -482,4 +488,4 @@ def test_zz_cases_per_subcommand(request):
     if reporter is not None:
         reporter.write_line("\n" + line)
     print(line)
-    assert all(0 < COUNTS[c] <= TINY[c]["cases"] for c in TINY) or not any(COUNTS.values()), COUNTS
+    assert all(COUNTS[c] > 0 for c in TINY) or not any(COUNTS.values()), COUNTS

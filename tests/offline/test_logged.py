@@ -134,6 +134,11 @@ def test_npz_logs_that_are_not_archives_of_plain_arrays(tmp_path):
     (tmp_path / "folder.npz").mkdir()
     with pytest.raises(ValueError, match=r"log file '.*folder.npz' is a folder"):
         read_logged(tmp_path / "folder.npz")
+    np.savez(tmp_path / "words.npz", **{**{k: v for k, v in _log().to_obp().items() if v is not None},
+                                        "context": np.full((50, 2), "x")})
+    with pytest.raises(ValueError, match=r"log file '.*words.npz': array 'context' must hold numbers, got <U1 "
+                                         r"values such as \['x'\]"):  # before: "could not convert string to float"
+        read_logged(tmp_path / "words.npz")
     feedback = {k: v for k, v in _log().to_obp().items() if k != "reward" and v is not None}
     np.savez(tmp_path / "partial.npz", **feedback)
     with pytest.raises(ValueError, match=r"log file '.*partial.npz': bandit feedback lacks \['reward'\]"):
