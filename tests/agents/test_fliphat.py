@@ -196,8 +196,8 @@ def _boundary_pair(agent, n=40, level=0.3):
 def test_audit_at_a_public_iterate_on_the_boundary(factor, caught):
     """Shared structure, default calibration (C = 1, clip [-1.4, 1.4], s = 1, (1, 0.01)): one N-IHT step from the
     public iterate ``C e_1`` on the boundary pair (:func:`_boundary_pair`), the statistic the released step on the
-    competing coordinates weighted by w. The calibrated noise reads about 0.13-0.22 (5000 samples), the planted x 0.25
-    about 1.4-1.5: caught."""
+    competing coordinates weighted by w. The calibrated noise reads about 0.15-0.17 (5000 samples), the planted x 0.25
+    about 1.42-1.47: caught (docs/auditor.md, "Audit where the sensitivity is reached")."""
     c = _episode_env("shared").unwrapped.constants
     agent = FLIPHAT(c, epsilon=1.0, delta=0.01, sparsity=1)
     XA, XB, y, start, w = _boundary_pair(agent)
