@@ -12,11 +12,13 @@ process directly and from worker processes on this machine over a local socket, 
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Hashable, Sequence
 from multiprocessing.connection import Client, Listener
 from typing import Any
@@ -89,9 +91,15 @@ def execute_jobs(
             workers = LokyBackend(initializer=_worker_start, initargs=(os.getpid(), True))
             parallel = Parallel(n_jobs=min(n_jobs, len(jobs)), return_as="generator_unordered", backend=workers)
             address = channel and channel.address
-            for index, output in parallel(delayed(_run_tagged)(run_job, job, i, address)
-                                          for i, job in enumerate(jobs)):
-                done(index, output)
+            outputs = parallel(delayed(_run_tagged)(run_job, job, i, address) for i, job in enumerate(jobs))
+            try:
+                for index, output in outputs:
+                    done(index, output)
+            except BaseException:  # Ctrl-C or a failed store: stop the workers now, without joblib's note
+                with warnings.catch_warnings():  # that the cancelled tasks were never used
+                    warnings.simplefilter("ignore")
+                    outputs.close()
+                raise
     finally:
         if channel is not None:
             channel.close()
@@ -279,7 +287,9 @@ def _execute_dask(run_job, jobs, done, n_jobs, dask_address, channel) -> None:
         raise ValueError("backend='dask' needs dask.distributed: pip install 'dpbandit[dask]'") from exc
     cluster = None
     if dask_address is None:
-        cluster = LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True, dashboard_address=None)
+        # warnings of a cluster stopped early (Ctrl-C: cancelled tasks, workers killed) would bury the one line
+        cluster = LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.CRITICAL)
     client = DaskClient(cluster if cluster is not None else dask_address)
     try:
         if cluster is not None:  # every worker is up once LocalCluster returns: all watch the driver from now

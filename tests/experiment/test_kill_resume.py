@@ -26,8 +26,9 @@ type = "egreedy"
 """
 
 
-def _run(config, out, **kwargs):
-    cmd = [sys.executable, "-m", "dpbandit.experiment.cli", "run", "--config", str(config), "--out", str(out)]
+def _run(config, out, *options, **kwargs):
+    cmd = [sys.executable, "-m", "dpbandit.experiment.cli", "run", "--config", str(config), "--out", str(out),
+           *options]
     return subprocess.Popen(cmd + ["--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
 
@@ -93,13 +94,16 @@ def _poll(condition, limit: float) -> bool:
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the worker processes")
-def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path):
+@pytest.mark.parametrize("backend", ["local", "dask"])
+def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path, backend):
     """Issue 24: Ctrl-C printed a 15-20-line KeyboardInterrupt traceback. Now: exit code 130, one line on stderr
     naming the finished jobs kept, the workers gone, and the same command resumes to the uninterrupted results."""
+    if backend == "dask":
+        pytest.importorskip("dask.distributed")
     config = tmp_path / "sweep.toml"
     config.write_text(CONFIG.replace("n_jobs = 1", "n_jobs = 2"))
     jobs_dir = tmp_path / "stopped" / "killme" / "jobs"
-    proc = _run(config, tmp_path / "stopped")
+    proc = _run(config, tmp_path / "stopped", "--backend", backend)
     workers: set[int] = set()
 
     def first_job_stored() -> bool:
@@ -117,6 +121,8 @@ def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path):
     ]
     assert 1 <= kept < 12
     assert workers and _poll(lambda: not any(map(_alive, workers)), 240), "worker processes outlived the run"
+    if backend == "dask":
+        return  # resuming is the same code for both backends
 
     resumed = _run(config, tmp_path / "stopped")
     out, err = resumed.communicate(timeout=600)
