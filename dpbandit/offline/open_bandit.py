@@ -88,7 +88,8 @@ def read_open_bandit(path: str | Path, *, affinity: bool = False) -> LoggedData:
     if items.is_file():
         table = pd.read_csv(items, index_col=0)
         categorical = table.drop(columns=["item_id", "item_feature_0"], errors="ignore")
-        codes = categorical.apply(lambda c: pd.factorize(c, sort=True)[0]).to_numpy(dtype=np.float64)
+        codes = np.column_stack([pd.factorize(categorical[c], sort=True)[0] for c in categorical.columns]).astype(
+            np.float64) if categorical.shape[1] else np.empty((len(table), 0))
         first = table[["item_feature_0"]].to_numpy(dtype=np.float64) if "item_feature_0" in table else np.empty(
             (len(table), 0))
         action_context = np.hstack([codes, first])

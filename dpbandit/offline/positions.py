@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from dpbandit.offline.logged import LoggedData
+from dpbandit.offline.policies import policy_matrix
 from dpbandit.offline.replay import OfflineResult, evaluate_offline
 
 __all__ = ["evaluate_positions", "POOLED_ASSUMPTION", "positions_frame"]
@@ -42,6 +43,8 @@ def evaluate_positions(data: LoggedData, policy: Any, seed: int, *, pooled: bool
         if pooled:
             parts["pooled"] = None
     array = isinstance(policy, (np.ndarray, list, tuple))
+    if array:  # checked against the whole log before it is split
+        policy = policy_matrix(policy, data.context, data.n_actions)
     out = {}
     for key, rows in parts.items():
         part = data if rows is None else data.select(rows)
