@@ -51,23 +51,23 @@ PARSERS = command_parsers()
 #: Per subcommand: flags always added (after the fuzzed ones: they force small work), flags always drawn (their
 #: values come from the fuzz pools, whose valid values are small), and the number of cases.
 TINY: dict[str, dict] = {
-    "run": {"always": ["--no-progress"], "required": ["--config"], "cases": 40},
-    "plot": {"always": [], "required": ["run_dir"], "cases": 18},
-    "compare": {"always": [], "required": ["run_dir"], "cases": 14},
+    "run": {"always": ["--no-progress"], "required": ["--config"], "cases": 80},
+    "plot": {"always": [], "required": ["run_dir"], "cases": 30},
+    "compare": {"always": [], "required": ["run_dir"], "cases": 24},
     "envs": {"always": [], "required": [], "cases": 2},
     "agents": {"always": [], "required": [], "cases": 2},
-    "notebooks": {"always": [], "required": [], "cases": 6},
-    "oco": {"always": ["--quick", "--no-progress"], "required": ["--horizon", "--n-jobs"], "cases": 16},
+    "notebooks": {"always": [], "required": [], "cases": 8},
+    "oco": {"always": ["--quick", "--no-progress"], "required": ["--horizon", "--n-jobs"], "cases": 30},
     "frontier": {"always": ["--quick", "--no-progress"], "required": ["--horizons", "--seeds", "--n-jobs"],
-                 "cases": 14},
-    "replay": {"always": [], "required": ["log", "--agent"], "cases": 30},
+                 "cases": 24},
+    "replay": {"always": [], "required": ["log", "--agent"], "cases": 60},
     "reproduce table-5.1": {"always": ["--no-progress"], "required": ["--horizons", "--dims", "--seeds", "--ps"],
-                            "cases": 12},
+                            "cases": 20},
     "reproduce figure-5.1": {"always": ["--quick", "--no-progress"], "required": ["--horizon", "--seeds", "--n-jobs"],
-                             "cases": 10},
+                             "cases": 16},
     "reproduce fliphat": {"always": ["--quick", "--no-progress"], "required": ["--horizon", "--seeds", "--arms",
-                                                                               "--epsilons"], "cases": 10},
-    "reproduce": {"always": [], "required": [], "cases": 6},  # the dispatcher itself: missing / unknown targets
+                                                                               "--epsilons"], "cases": 20},
+    "reproduce": {"always": [], "required": [], "cases": 8},  # the dispatcher itself: missing / unknown targets
 }
 #: A case that runs longer than this is a failure (a size or time that should have been refused before any work).
 CASE_SECONDS = 20
@@ -119,9 +119,11 @@ class World:
         self.paths = [str(self.inputs / name) for name in files] + [
             str(self.inputs / n) for n in ("folder.csv", "folder.npz", "folder.toml", "missing.csv", "missing.npz",
                                            "missing.toml")] + [str(self.inputs), str(self.canary)]
-        #: output paths that must not be written through or into: links to the canary, a file, the canary itself
-        self.traps = [str(self.out / n) for n in ("link_dir", "link_file", "a_file.txt", "exp", "table.csv",
-                                                  "fig.png")] + [str(self.out / "a_file.txt" / "below")]
+        #: output paths that must not be written through or replaced: as a folder (--out, --copy) a link to a file,
+        #: a file, a path below a file; as a file (--output, replay's --out) links into the canary and a folder
+        self.folder_traps = [str(self.out / n) for n in ("link_file", "a_file.txt", "a_file.txt/below")]
+        self.file_traps = [str(self.out / n) for n in ("link_dir", "link_file", "a_file.txt", "exp", "table.csv",
+                                                       "fig.png")] + [str(self.out)]
 
     def prebuild(self) -> None:
         """Finished runs inside the output folder, for plot and compare."""
@@ -257,11 +259,11 @@ def _pools(world: World, command: str, action: argparse.Action) -> tuple:
     are small, so a valid case stays cheap; invalid ones are out of range, huge, not numbers, of the wrong kind."""
     dest = action.dest
     numbers = BAD_NUMBERS + HUGE_INTS
-    if dest in ("out", "output", "copy"):  # output paths: the output folder, or traps that must stay untouched
-        files = {"output": ["figure", "figure.svg", "plot.png"], "out": ["table.out.csv"], "copy": ["copy"]}[dest]
-        valid = ([str(world.out), str(world.out / "new" / "deeper")] if command != "replay" and dest == "out"
-                 else [str(world.out / f) for f in files]) + ["runs-here"]
-        return valid, world.traps + [str(world.canary), str(world.inputs / "good.csv")]
+    if dest in ("out", "output", "copy"):  # output paths: in the output folder, or traps that must stay untouched
+        if dest == "output" or (dest == "out" and command == "replay"):  # a file
+            names = ["figure", "figure.svg", "plot.png"] if dest == "output" else ["table.out.csv", "t.csv"]
+            return [str(world.out / n) for n in names], world.file_traps + [str(world.inputs / "good.csv")]
+        return [str(world.out), str(world.out / "new" / "deeper"), "runs-here"], world.folder_traps
     if dest == "config":
         return world.config_file, world.paths
     if dest == "log":
@@ -301,6 +303,8 @@ def _pools(world: World, command: str, action: argparse.Action) -> tuple:
     if action.type is float or dest in ("epsilon", "epsilons", "delta", "context_bound", "theta_bound",
                                         "reward_range"):
         return ["0.5", "1", "2"], numbers
+    if dest == "seeds":
+        return ["1", "2"], numbers
     if action.type is not None:
         return ["2", "3", "16", "20"], numbers + ["1"]
     return ["x", "a b"], TEXT + world.paths
