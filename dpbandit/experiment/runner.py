@@ -13,6 +13,10 @@ a Dask cluster; the OCO runner uses it too), and writes a run directory
         summary.csv        final regret per (environment, agent) (mean, 95% CI, std) and microseconds per round
         regret.png         mean cumulative regret with 95% confidence bands
 
+Before the run directory is opened, the planned work (jobs x rounds, and for long runs a calibrated estimate of the
+wall time) is printed and an absurd estimate refused (:mod:`dpbandit.experiment.planning`); the progress bar counts
+rounds, which the round loop reports while a job runs (:func:`~dpbandit.experiment.execution.round_ticker`).
+
 A run killed at any point keeps every job that finished; running the same experiment again resumes it (finished
 jobs are read back, never recomputed or duplicated), and a *different* experiment in the same folder is refused
 unless ``fresh=True``.
