@@ -43,6 +43,7 @@ environment would otherwise supply).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -198,8 +199,13 @@ def _replay_estimate(rewards: np.ndarray, reward_range: tuple[float, float], int
         value = float(rewards[0]) if m else float("nan")
         low, high = (reward_range if m else (float("nan"), float("nan")))
         return est.Estimate("replay", value, float(low), float(high), m, float(m), "none", level)
-    e = est.estimate("ips", rewards, np.zeros(m, np.int64), np.ones(m), np.ones((m, 1)), interval=interval,
-                     level=level, n_resamples=n_resamples, rng=rng, reward_range=reward_range)
+    with warnings.catch_warnings():  # the weights are all 1: its only warning would be about few rounds, said below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        e = est.estimate("ips", rewards, np.zeros(m, np.int64), np.ones(m), np.ones((m, 1)), interval=interval,
+                         level=level, n_resamples=n_resamples, rng=rng, reward_range=reward_range)
+    if m < 10:
+        warnings.warn(f"replay: only {m} accepted rounds: the estimate rests on few rounds", RuntimeWarning,
+                      stacklevel=3)
     return est.Estimate("replay", e.value, e.low, e.high, m, float(m), e.method, level)
 
 
