@@ -121,6 +121,8 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
                 row[f"{name}_low"] = min(r.estimates[name].low for r in results)
                 row[f"{name}_high"] = max(r.estimates[name].high for r in results)
                 row[f"{name}_ess"] = float(np.mean([r.estimates[name].ess for r in results]))
+            if all(r.truth is not None for r in results):  # a synthetic log keeps every action's expected reward
+                row["truth"] = float(np.mean([r.truth for r in results]))
             row["assumption"] = POOLED_ASSUMPTION if position == "pooled" else ""
             rows.append(row)
     table = pd.DataFrame(rows)
@@ -130,7 +132,7 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
 
 def shown_table(table: pd.DataFrame, estimators) -> pd.DataFrame:
     """The printed view: one ``value [low, high]`` column per estimator."""
-    keep = ["agent", "position", "guarantee", "epsilon", "delta", "accepted"]
+    keep = ["agent", "position", "guarantee", "epsilon", "delta", "accepted"] + (["truth"] if "truth" in table else [])
     if table["position"].nunique() == 1:
         keep.remove("position")
     shown = table[keep].copy()
@@ -183,13 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--theta-norm", dest="theta_norm", default="l2", choices=("l1", "l2", "linf"))
     p.add_argument("--theta-bound", dest="theta_bound", type=float, default=math.inf,
                    help="assumed bound on the linear reward model (UCB agents need one)")
-    p.add_argument("--out", help="write the table to this CSV file")
+    p.add_argument("--out", help="write the table to this CSV file (never over the log or the config; an existing "
+                                 "file only with --overwrite)")
+    p.add_argument("--overwrite", action="store_true", help="let --out replace an existing file")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``dpbandit replay`` (errors propagate to the one-line handler of ``dpbandit``'s main)."""
     from dpbandit.experiment.config import _agent_from_mapping
+    from dpbandit.files import write_atomic
     from dpbandit.offline import read_logged
 
     args = build_parser().parse_args(argv)
@@ -240,8 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nPooled rows: {table['assumption'][table['position'] == 'pooled'].iloc[0]}")
     print(f"\nPrivacy: {table['privacy_scope'].iloc[0]}")
     if args.out:
-        table.to_csv(args.out, index=False)
-        print(f"Table: {args.out}")
+        inputs = [args.log] + ([args.config] if args.config else [])
+        path = write_atomic(args.out, lambda p: table.to_csv(p, index=False), kind="single",
+                            overwrite=args.overwrite, inputs=inputs)
+        print(f"Table: {path}")
     return 0
 
 

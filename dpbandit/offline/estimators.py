@@ -177,11 +177,21 @@ def _bootstrap(base, corr, weights, value, level, n_resamples, rng):
     return bca_interval(np.asarray(res.bootstrap_distribution), value, _jackknife(base, corr, weights), level)
 
 
-def _rare_bound(reward, w, pi, pscore, reward_range, level, interval):
+def _largest_weight(pi, pscore, pi_b):
+    """``max pi(a|x) / pi_b(a|x)`` over the log's rounds and every action (``inf`` where the logging policy never
+    plays an action the policy plays), or its bound ``max pi / min pscore`` without ``pi_b``."""
+    if pi_b is None:
+        return float(pi.max(axis=1).max() / pscore.min())
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(pi > 0, pi / pi_b, 0.0)
+    return float(ratio.max())
+
+
+def _rare_bound(reward, w, pi, pscore, reward_range, level, interval, pi_b=None):
     """Widen ``interval`` to the exact bound on a side with fewer than RARE_EVENTS informative rounds."""
     low_r, high_r = reward_range
     n = reward.size
-    w_max = float(pi.max(axis=1).max() / pscore.min())
+    w_max = _largest_weight(pi, pscore, pi_b)
     lo, hi = interval
     method = ""
     q = (1 + level) / 2
@@ -201,14 +211,16 @@ def _rare_bound(reward, w, pi, pscore, reward_range, level, interval):
 def estimate(name: str, reward: np.ndarray, action: np.ndarray, pscore: np.ndarray, pi: np.ndarray,
              q: np.ndarray | None = None, *, clip: float = DEFAULT_CLIP, interval: str = "bca", level: float = 0.95,
              n_resamples: int = 999, rng: np.random.Generator | None = None,
-             reward_range: tuple[float, float] | None = None, model_deviations: np.ndarray | None = None) -> Estimate:
+             reward_range: tuple[float, float] | None = None, model_deviations: np.ndarray | None = None,
+             pi_b: np.ndarray | None = None) -> Estimate:
     """Estimator ``name`` (:data:`ESTIMATORS`) with its ``level`` interval (``interval``: ``"bca"`` bootstrap over
     rounds with ``n_resamples`` resamples drawn from ``rng``, or ``"t"``). ``reward_range`` (default: the observed
     range: ``(0, 1)`` for rewards in it, else the observed range) bounds the rewards for the rare-reward bound.
     ``model_deviations`` ``(B,)``: for ``dm``, bootstrap deviations of DM with the reward model refitted on each
     resample (:func:`~dpbandit.offline.reward_model.ridge_dm_deviations`); the interval is then ``value +`` their
     quantiles (method ``refit``). Without them DM's interval holds the model fixed (method ``...-fixed-model``) and
-    misses the model's own estimation error. Shapes: see the module docstring."""
+    misses the model's own estimation error. ``pi_b`` ``(n, K)``: the logging policy's whole distribution, when
+    known: it makes the rare-reward bound's largest weight exact (``max pi / pi_b``). Shapes: see the module docstring."""
     check_choice("estimator", name, ESTIMATORS)
     check_choice("interval", interval, INTERVALS)
     level = check_real("level", level, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
@@ -251,7 +263,15 @@ def estimate(name: str, reward: np.ndarray, action: np.ndarray, pscore: np.ndarr
     if reward_range is None:
         reward_range = (0.0, 1.0) if reward.min() >= 0 and reward.max() <= 1 else (reward.min(), reward.max())
     rr = (float(reward_range[0]), float(reward_range[1]))
-    bounds, extra = _rare_bound(reward, raw_w, pi, pscore, rr, level, bounds)
+    if pi_b is not None:
+        pi_b = np.asarray(pi_b, dtype=np.float64)
+        if pi_b.shape != pi.shape:
+            raise ValueError(f"pi_b must have shape {pi.shape}, got {pi_b.shape}")
+        if name != "dm" and np.any((pi > 0) & (pi_b == 0)):
+            i = int(np.flatnonzero(((pi > 0) & (pi_b == 0)).any(axis=1))[0])
+            warnings.warn(f"{name}: the policy plays an action the logging policy never plays (round {i}): no "
+                          "estimator is unbiased without that support", RuntimeWarning, stacklevel=2)
+    bounds, extra = _rare_bound(reward, raw_w, pi, pscore, rr, level, bounds, pi_b)
     if name == "dm" and model_deviations is None:
         extra += "-fixed-model"
     return Estimate(name, value, float(bounds[0]), float(bounds[1]), n, ess, interval + extra, level)

@@ -26,7 +26,7 @@ from dpbandit.agents.baselines import EpsilonGreedy, Greedy, Oracle, UniformRand
 from dpbandit.agents.linucb import LinUCB
 from dpbandit.agents.private import PrivateAgent
 
-__all__ = ["policy_matrix", "agent_probabilities", "fixed_arm", "uniform_policy"]
+__all__ = ["policy_matrix", "agent_probabilities", "fixed_arm", "uniform_policy", "logging_distribution"]
 
 #: Tolerance of a probability row's sum.
 _SUM_TOL = 1e-6
@@ -64,6 +64,27 @@ def policy_matrix(policy: np.ndarray | Callable[[np.ndarray], Any], context: np.
         bad = int(np.abs(sums - 1).argmax())
         raise ValueError(f"policy probabilities must sum to 1 in every row; row {bad} sums to {sums[bad]:.6g}")
     return pi
+
+
+def logging_distribution(data: Any) -> np.ndarray | None:
+    """The logging policy's whole distribution ``(n, K)`` when the log keeps it (``extra["pi_b"]``, OBP's
+    ``(n, K)`` or ``(n, K, len_list)`` read at each round's position), else None; ``ValueError`` when it is not
+    probabilities of that shape."""
+    pi_b = data.extra.get("pi_b") if data.extra else None
+    if pi_b is None:
+        return None
+    pi_b = np.asarray(pi_b, dtype=np.float64)
+    n, k = data.n_rounds, data.n_actions
+    if pi_b.ndim == 3 and pi_b.shape[:2] == (n, k):
+        slot = np.zeros(n, dtype=np.int64) if data.position is None else data.position
+        if slot.max() >= pi_b.shape[2]:
+            raise ValueError(f"pi_b has {pi_b.shape[2]} positions but the log has position {int(slot.max())}")
+        pi_b = pi_b[np.arange(n), :, slot]
+    if pi_b.shape != (n, k) or not np.isfinite(pi_b).all() or pi_b.min() < 0 or np.abs(pi_b.sum(axis=1) - 1).max() > \
+            _SUM_TOL:
+        raise ValueError(f"pi_b (the logging policy's distribution) must be probabilities of shape ({n}, {k}) or "
+                         f"({n}, {k}, len_list), got shape {pi_b.shape}")
+    return pi_b
 
 
 def _argmax_set(scores: np.ndarray) -> np.ndarray:

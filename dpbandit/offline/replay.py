@@ -55,7 +55,7 @@ from dpbandit.envs.constants import BanditConstants
 from dpbandit.envs.contexts import CONTEXT_NORMS, NORMALIZE_MODES, normalise
 from dpbandit.offline import estimators as est
 from dpbandit.offline.logged import LoggedData
-from dpbandit.offline.policies import agent_probabilities, policy_matrix
+from dpbandit.offline.policies import agent_probabilities, logging_distribution, policy_matrix
 from dpbandit.offline.reward_model import fit_reward_model, ridge_dm_deviations
 from dpbandit.seeding import stream
 from dpbandit.validation import check_choice, check_int, check_real
@@ -116,9 +116,16 @@ class ReplayEnv:
 
 
 def _propensities(data: LoggedData, uniform: bool) -> np.ndarray:
-    """The logged propensities, or ``1/K`` for a log declared uniform; ``ValueError`` when there are none."""
+    """The logged propensities (``pscore``, else read from the logging distribution ``extra["pi_b"]``), or ``1/K``
+    for a log declared uniform; ``ValueError`` when there are none."""
     if data.pscore is not None:
         return data.pscore
+    pi_b = logging_distribution(data)
+    if pi_b is not None:
+        pscore = pi_b[np.arange(data.n_rounds), data.action]
+        if not np.all(pscore > 0):
+            raise ValueError(f"pi_b gives the logged action probability 0 in round {int(np.argmin(pscore))}")
+        return pscore
     if not uniform:
         raise ValueError("the log has no propensities (pscore): pass uniform=True (CLI: --uniform) if the "
                          "logging policy was uniformly random, otherwise log the propensities")
@@ -175,7 +182,10 @@ class OfflineResult:
     """One offline evaluation: ``curve`` (per accepted round: ``t, reward, cumulative_reward``), ``estimates``
     (estimator -> :class:`~dpbandit.offline.estimators.Estimate`: value, interval over the data, n, effective
     sample size), ``accepted``, ``logged`` (rounds evaluated: the whole log), ``pi`` ``(n, K)`` the evaluated
-    distributions in log order, the privacy report (dict or None) and its offline ``privacy_scope``."""
+    distributions in log order, the privacy report (dict or None) and its offline ``privacy_scope``; ``truth``: the
+    true value ``mean_i sum_a pi[i, a] mu(x_i, a)`` when the log keeps every action's expected reward
+    (``extra["expected_reward"]``, synthetic logs: :func:`~dpbandit.offline.logged.log_policy`, OBP's synthetic
+    data), else None."""
 
     curve: pd.DataFrame
     estimates: dict[str, est.Estimate]
@@ -184,11 +194,15 @@ class OfflineResult:
     privacy_report: dict | None
     privacy_scope: str = OFFLINE_PRIVACY_SCOPE
     pi: np.ndarray | None = field(default=None, repr=False)
+    truth: float | None = None
 
     def table(self) -> pd.DataFrame:
         """One row per estimator: ``estimator, value, low, high, n, ess, interval``."""
-        return pd.DataFrame([{"estimator": e.name, "value": e.value, "low": e.low, "high": e.high, "n": e.n,
-                              "ess": e.ess, "interval": e.method} for e in self.estimates.values()])
+        table = pd.DataFrame([{"estimator": e.name, "value": e.value, "low": e.low, "high": e.high, "n": e.n,
+                               "ess": e.ess, "interval": e.method} for e in self.estimates.values()])
+        if self.truth is not None:
+            table["truth"] = self.truth
+        return table
 
 
 def _replay_estimate(rewards: np.ndarray, reward_range: tuple[float, float], interval: str, level: float,
@@ -308,7 +322,8 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
         hit = order[(played[order] == data.action[order]) & accept[order]]
         rewards, report = data.reward[hit].tolist(), None
     rng = np.random.default_rng(stream(seed, "exploration").spawn(1)[0])
-    options = dict(interval=interval, level=level, n_resamples=n_resamples, rng=rng, reward_range=(low, high))
+    options = dict(interval=interval, level=level, n_resamples=n_resamples, rng=rng, reward_range=(low, high),
+                   pi_b=logging_distribution(data))
     estimates = {}
     for name in estimators:
         if name == "replay":
@@ -321,4 +336,8 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
     rewards_arr = np.asarray(rewards, dtype=np.float64)
     curve = pd.DataFrame({"t": np.arange(1, rewards_arr.size + 1), "reward": rewards_arr,
                           "cumulative_reward": np.cumsum(rewards_arr)})
-    return OfflineResult(curve, estimates, int(rewards_arr.size), data.n_rounds, report, pi=pi)
+    expected = data.extra.get("expected_reward") if data.extra else None
+    truth = None
+    if expected is not None and np.shape(expected) == pi.shape:
+        truth = float((pi * np.asarray(expected, dtype=np.float64)).sum(axis=1).mean())
+    return OfflineResult(curve, estimates, int(rewards_arr.size), data.n_rounds, report, pi=pi, truth=truth)

@@ -214,3 +214,24 @@ def test_every_estimator_is_finite_on_a_log_where_the_policy_never_matches():
         result = evaluate_offline(never, fixed_arm(2, 300, 3), 0, estimators=ESTIMATORS)
     for e in result.estimates.values():
         assert all(math.isfinite(v) for v in (e.value, e.low, e.high)) and e.high > e.low, e
+
+
+def test_the_logging_distribution_and_the_truth_when_the_log_keeps_them():
+    """OBP-style extra['pi_b'] (n, K, len_list) gives the propensities when pscore is missing and makes the
+    rare-reward bound's largest weight exact; extra['expected_reward'] gives OfflineResult.truth."""
+    data = _log(n=2000)
+    pi_b = np.tile([0.4, 0.3, 0.2, 0.1], (2000, 1))
+    rng = np.random.default_rng(4)
+    action = np.array([rng.choice(4, p=row) for row in pi_b])
+    logged = LoggedData(data.context, action, data.reward, 4, extra={"pi_b": pi_b[:, :, None],
+                                                                     "expected_reward": data.extra["expected_reward"]})
+    result = evaluate_offline(logged, uniform_policy(2000, 4), 0, estimators=("ips", "dr"))
+    assert np.allclose(result.estimates["ips"].ess, (0.25 / pi_b[np.arange(2000), action]).sum() ** 2
+                       / ((0.25 / pi_b[np.arange(2000), action]) ** 2).sum())
+    assert result.truth == pytest.approx(data.extra["expected_reward"].mean())
+    assert "truth" in result.table().columns
+    zero = pi_b.copy()
+    zero[:, 3], zero[:, 0] = 0.0, 0.5
+    with pytest.warns(RuntimeWarning, match=r"ips: the policy plays an action the logging policy never plays"):
+        estimate("ips", data.reward, np.minimum(action, 2), zero[np.arange(2000), np.minimum(action, 2)],
+                 uniform_policy(2000, 4), pi_b=zero)
