@@ -71,12 +71,13 @@ def execute_jobs(
         store(jobs[index], output)
         meter.finish(index)
 
-    local_workers = backend == "local" or dask_address is None
-    channel = _Channel(meter) if meter.enabled and local_workers and (backend == "dask" or n_jobs > 1) else None
+    in_process = backend == "local" and (n_jobs == 1 or len(jobs) <= 1)
+    local_workers = backend == "local" or dask_address is None  # a remote cluster cannot reach our loopback
+    channel = _Channel(meter) if meter.enabled and local_workers and not in_process else None
     try:
         if backend == "dask":
             _execute_dask(run_job, jobs, done, n_jobs, dask_address, channel)
-        elif n_jobs == 1 or len(jobs) <= 1:
+        elif in_process:
             for index, job in enumerate(jobs):
                 _JOB[0] = _JobRounds(index, meter.report) if meter.enabled else None
                 try:
