@@ -235,6 +235,12 @@ def estimate(name: str, reward: np.ndarray, action: np.ndarray, pscore: np.ndarr
         raise ValueError(f"estimators need at least 2 logged rounds, got {n}")
     if pi.ndim != 2 or pi.shape[0] != n:
         raise ValueError(f"pi must have shape (n_rounds, K) = ({n}, K), got {pi.shape}")
+    if reward.ndim != 1 or not np.isfinite(reward).all():
+        raise ValueError(f"reward must be {n} finite numbers, got shape {reward.shape}")
+    if action.shape != (n,) or action.min() < 0 or action.max() >= pi.shape[1]:
+        raise ValueError(f"action must be {n} integers in [0, K) = [0, {pi.shape[1]})")
+    if pscore.shape != (n,) or not (np.all(pscore > 0) and np.all(pscore <= 1)):
+        raise ValueError(f"pscore must be {n} probabilities in (0, 1]")
     if name in MODEL_ESTIMATORS:
         if q is None:
             raise ValueError(f"estimator {name!r} needs a reward model q of shape {pi.shape}")
