@@ -24,8 +24,8 @@ import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [("README.md", "Overview"), ("docs/user-guide.md", "User guide"), ("docs/ARCHITECTURE.md", "Architecture"),
-         ("docs/auditor.md", "Empirical auditor")]
+PAGES = [("README.md", "Overview"), ("docs/user-guide.md", "User guide"), ("docs/guarantees.md", "Guarantees"),
+         ("docs/ARCHITECTURE.md", "Architecture"), ("docs/auditor.md", "Empirical auditor")]
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.5}
 pre{background:#f6f8fa;padding:.6rem;overflow-x:auto}code{background:#f6f8fa}table{border-collapse:collapse}
 td,th{border:1px solid #ccc;padding:.2rem .5rem}.out{border-left:3px solid #9bd;margin-left:.5rem}
