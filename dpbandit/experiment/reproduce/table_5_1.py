@@ -43,6 +43,7 @@ import math
 import time
 import warnings
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +57,7 @@ from dpbandit.experiment.reproduce.table_5_1_published import (
     derive_instances,
 )
 from dpbandit.experiment.errors import EXPECTED, report
+from dpbandit.experiment.execution import execute_jobs
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
 from dpbandit.experiment.rundir import claim_run_dir, run_lock
 from dpbandit.experiment.stats import ratio_to_published
@@ -150,6 +152,10 @@ def _learner(algo: str, column: str, horizon: int, d: int, p: float, scale: floa
 
 
 _REPORTS: dict[tuple, object] = {}
+
+
+def _run_job(config: Table51Config, job: tuple) -> tuple[list[dict], set[str]]:
+    return _run_cell(config, *job)
 
 
 def _run_cell(config: Table51Config, horizon: int, d: int, p: float, seed: int,
@@ -310,24 +316,16 @@ def _run(config: Table51Config, run_dir: Path | None, progress: bool) -> Table51
                              for d, i in instances.items()}
     jobs = [(T, d, p, s, instances[d].sparsity)
             for T in config.horizons for d in config.dims for p in config.ps for s in range(config.seeds)]
-    from tqdm.auto import tqdm
-
-    bar = tqdm(total=len(jobs), desc=f"{config.name} cells", unit="cell", disable=not progress)
     rows, warned = [], set()
-    try:
-        if config.n_jobs == 1:
-            outputs = (_run_cell(config, *job) for job in jobs)
-        else:
-            from joblib import Parallel, delayed
 
-            outputs = Parallel(n_jobs=config.n_jobs, return_as="generator_unordered")(
-                delayed(_run_cell)(config, *job) for job in jobs)
-        for cell_rows, cell_warned in outputs:
-            rows += cell_rows
-            warned |= cell_warned
-            bar.update()
-    finally:
-        bar.close()
+    def store(job, output):
+        cell_rows, cell_warned = output
+        rows.extend(cell_rows)
+        warned.update(cell_warned)
+
+    # execute_jobs: workers that end with the driver, Ctrl-C in one line (dpbandit.experiment.execution)
+    execute_jobs(partial(_run_job, config), jobs, store, n_jobs=config.n_jobs, desc=f"{config.name} cells",
+                 progress=progress, unit="cell")
     results = pd.DataFrame(rows).sort_values(["T", "d", "p", "algo", "column", "lr_scale", "seed"], kind="stable")
     results = results.reset_index(drop=True)
     results["column"] = results["column"].map({"published": PUBLISHED_COLUMN,
