@@ -223,6 +223,19 @@ class World:
         return self.write(".toml", text.encode())
 
 
+@pytest.fixture(scope="module", autouse=True)
+def cases_per_subcommand(request):
+    """After the module: print how many cases each subcommand ran."""
+    yield COUNTS
+    plugins = request.config.pluginmanager
+    reporter, capture = plugins.getplugin("terminalreporter"), plugins.getplugin("capturemanager")
+    line = "fuzzed cases per subcommand: " + ", ".join(f"{c} {COUNTS[c]}" for c in TINY if COUNTS[c])
+    if reporter is not None and capture is not None and COUNTS:
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("")
+            reporter.write_line(line)
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     w = World(tmp_path_factory.mktemp("fuzz"))
@@ -483,13 +496,3 @@ def test_real_process_stderr_and_exit_code(tmp_path, argv, code):
     lines = done.stderr.strip().splitlines()
     assert (len(lines) == 1 and ": error: " in lines[0]) if code == 2 else not lines, done.stderr
     assert list(tmp_path.iterdir()) == []
-
-
-def test_zz_cases_per_subcommand(request):
-    """Print how many cases each subcommand ran (the fuzz tests above must have run in this session)."""
-    reporter = request.config.pluginmanager.getplugin("terminalreporter")
-    line = "fuzzed cases per subcommand: " + ", ".join(f"{c} {COUNTS[c]}" for c in TINY)
-    if reporter is not None:
-        reporter.write_line("\n" + line)
-    print(line)
-    assert all(COUNTS[c] > 0 for c in TINY) or not any(COUNTS.values()), COUNTS
