@@ -263,9 +263,10 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
     propensities were logged. ``reward_model``: ``q`` as an array ``(n, K)``, a name or a scikit-learn estimator
     (:func:`~dpbandit.offline.reward_model.fit_reward_model`, ``folds`` cross-fitting folds; default ridge).
     ``estimators`` among :data:`ESTIMATORS`; ``clip`` the weight level of the switch and clipped ones; ``interval``
-    ``"bca"`` or ``"t"`` at ``level`` with ``n_resamples`` bootstrap resamples (drawn from the seed's
-    ``"exploration"`` stream's spawn). With ``"replay"`` among the ``estimators``, a log whose smallest propensity
-    leaves fewer than :data:`MIN_EXPECTED_ACCEPTED` expected accepted rounds is refused before any work
+    ``"bca"`` or ``"t"`` at ``level`` with ``n_resamples`` bootstrap resamples (drawn from a child of the seed's
+    ``"exploration"`` stream; a static policy's replay actions from another child). With ``"replay"`` among the
+    ``estimators``, a log whose smallest propensity leaves fewer than :data:`MIN_EXPECTED_ACCEPTED` expected accepted
+    rounds is refused before any work
     (:func:`check_replayable`).
     """
     if not isinstance(data, LoggedData):
@@ -317,11 +318,13 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
         report = None if report is None else report.to_dict()
     else:
         pi = policy_matrix(agent, data.context, data.n_actions)
-        draws = stream(seed, "exploration").random(data.n_rounds)
+        # a child of the exploration stream, not the stream itself: log_policy draws the logged actions from
+        # stream(seed, "exploration"), so a log made with the same seed would otherwise be replayed with its own draws
+        draws = np.random.default_rng(stream(seed, "exploration").spawn(2)[1]).random(data.n_rounds)
         played = np.minimum((pi.cumsum(axis=1) < draws[:, None]).sum(axis=1), data.n_actions - 1)
         hit = order[(played[order] == data.action[order]) & accept[order]]
         rewards, report = data.reward[hit].tolist(), None
-    rng = np.random.default_rng(stream(seed, "exploration").spawn(1)[0])
+    rng = np.random.default_rng(stream(seed, "exploration").spawn(2)[0])
     options = dict(interval=interval, level=level, n_resamples=n_resamples, rng=rng, reward_range=(low, high),
                    pi_b=logging_distribution(data))
     estimates = {}

@@ -235,3 +235,17 @@ def test_the_logging_distribution_and_the_truth_when_the_log_keeps_them():
     with pytest.warns(RuntimeWarning, match=r"ips: the policy plays an action the logging policy never plays"):
         estimate("ips", data.reward, np.minimum(action, 2), zero[np.arange(2000), np.minimum(action, 2)],
                  uniform_policy(2000, 4), pi_b=zero)
+
+
+def test_a_static_policys_replay_draws_are_not_the_loggers_own():
+    """log_policy draws the logged actions from stream(seed, 'exploration'); replaying uniform play with the same
+    seed must not reuse those draws (before: 2/3 of a K = 3 uniform log was accepted instead of 1/3)."""
+    import gymnasium
+
+    import dpbandit.envs  # noqa: F401
+    from dpbandit.offline import log_policy
+
+    env = gymnasium.make("dpbandit/SparseLogistic-v0", horizon=10_000, n_arms=3, dim=5, sparsity=2, instance_seed=0)
+    data = log_policy(env, 3000, seed=1)
+    accepted = evaluate_offline(data, uniform_policy(3000, 3), 1, estimators=("replay",)).accepted
+    assert abs(accepted - 1000) < 4 * math.sqrt(3000 * (1 / 3) * (2 / 3))
