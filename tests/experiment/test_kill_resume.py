@@ -10,6 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tests.experiment.processes import alive, poll
+
 CONFIG = """
 name = "killme"
 seeds = 6
@@ -77,22 +79,6 @@ def _children(pid: int) -> set[int]:
     return found
 
 
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _poll(condition, limit: float) -> bool:
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc to find the worker processes")
 @pytest.mark.parametrize("backend", ["local", "dask"])
 def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path, backend):
@@ -110,7 +96,7 @@ def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path, b
         workers.update(_children(proc.pid))
         return proc.poll() is not None or any(jobs_dir.glob("*.json"))
 
-    assert _poll(first_job_stored, 900), "no job finished (hang guard)"
+    assert poll(first_job_stored, 900), "no job finished (hang guard)"
     assert proc.poll() is None, proc.stderr.read().decode()
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=300)
@@ -120,7 +106,7 @@ def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path, b
         f"dpbandit run: interrupted: {kept} finished job{'s' * (kept != 1)} kept; rerun the same command to resume"
     ]
     assert 1 <= kept < 12
-    assert workers and _poll(lambda: not any(map(_alive, workers)), 240), "worker processes outlived the run"
+    assert workers and poll(lambda: not any(map(alive, workers)), 240), "worker processes outlived the run"
     if backend == "dask":
         return  # resuming is the same code for both backends
 

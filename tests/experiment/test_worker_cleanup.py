@@ -14,10 +14,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+
+from tests.experiment.processes import alive, poll
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = """name = "workers"
@@ -36,30 +37,6 @@ pids = "{pids}"
 START_LIMIT, END_LIMIT = 900.0, 240.0
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    except OSError:  # pragma: no cover - no /proc
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return state != "Z"  # a zombie has ended; only its exit status waits for its new parent
-
-
-def _poll(condition, limit: float) -> bool:
-    """Poll ``condition()`` until it holds or ``limit`` seconds pass; its last value."""
-    deadline = time.monotonic() + limit
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
-
-
 def _env() -> dict:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 
@@ -68,16 +45,16 @@ def _kill_driver_and_check_workers(driver: subprocess.Popen, pids: Path, gate: P
     """Wait until two workers are held at the gate, SIGKILL the driver, and require the workers to end."""
     workers: list[int] = []
     try:
-        held = _poll(lambda: driver.poll() is not None or len(list(pids.glob("*"))) >= 2, START_LIMIT)
+        held = poll(lambda: driver.poll() is not None or len(list(pids.glob("*"))) >= 2, START_LIMIT)
         assert driver.poll() is None, driver.stderr.read().decode()
         assert held, f"the workers did not reach the gate within {START_LIMIT:.0f} s"
         workers = [int(p.name) for p in pids.iterdir()]
-        assert len(workers) == 2 and driver.pid not in workers and all(map(_alive, workers))
+        assert len(workers) == 2 and driver.pid not in workers and all(map(alive, workers))
     finally:
         os.kill(driver.pid, signal.SIGKILL)
         driver.wait()
-    gone = _poll(lambda: not any(map(_alive, workers)), END_LIMIT)
-    survivors = [pid for pid in workers if _alive(pid)]
+    gone = poll(lambda: not any(map(alive, workers)), END_LIMIT)
+    survivors = [pid for pid in workers if alive(pid)]
     gate.touch()  # clean up before failing: held workers go on, and are killed
     for pid in survivors:
         os.kill(pid, signal.SIGKILL)
