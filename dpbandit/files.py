@@ -42,6 +42,7 @@ __all__ = [
     "OutputRefusedError",
     "RECORD",
     "UnverifiedFileWarning",
+    "check_output",
     "read_manifest",
     "read_table",
     "read_verified",
@@ -81,9 +82,9 @@ def write_atomic(path: str | Path, write: Callable[[Path], Any], *, kind: str = 
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     path = Path(path)
-    _check_target(path, kind, overwrite, inputs)
+    check_output(path, kind, overwrite, inputs)
     path.parent.mkdir(parents=True, exist_ok=True)
-    _check_target(path, kind, overwrite, inputs)  # the folder may have been created as (or through) a link
+    check_output(path, kind, overwrite, inputs)  # the folder may have been created as (or through) a link
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
     try:
@@ -109,21 +110,31 @@ def write_json_atomic(path: str | Path, data: Any, **options: Any) -> Path:
 
 def save_figure(fig: Any, path: str | Path, **options: Any) -> Path:
     """Write a matplotlib figure through :func:`write_atomic` (same ``options``) with a tight bounding box, close it
-    and return the path written. The format follows the suffix (``.png``, ``.svg``, ``.pdf``); a path without one of
-    matplotlib's suffixes gets ``.png`` appended (the returned path says so)."""
+    and return the path written. The format follows the suffix (``.png``, ``.svg``, ``.pdf``, any of matplotlib's);
+    a path without a suffix gets ``.png`` appended (the returned path says so), another suffix is refused."""
     import matplotlib.pyplot as plt
 
     path = Path(path)
     suffix = path.suffix.lower().lstrip(".")
-    if suffix not in fig.canvas.get_supported_filetypes():
+    formats = fig.canvas.get_supported_filetypes()
+    if not suffix:
         path, suffix = path.with_name(path.name + ".png"), "png"
+    elif suffix not in formats:
+        plt.close(fig)
+        raise OutputRefusedError(f"{str(path)!r} is not an image file name: a figure's path ends in one of "
+                                 f"{', '.join('.' + f for f in ('png', 'pdf', 'svg') if f in formats)} (or has no "
+                                 "suffix: .png is added)")
     try:
         return write_atomic(path, lambda p: fig.savefig(p, format=suffix, dpi=120, bbox_inches="tight"), **options)
     finally:
         plt.close(fig)
 
 
-def _check_target(path: Path, kind: str, overwrite: bool, inputs: Iterable[str | Path]) -> None:
+def check_output(path: str | Path, kind: str = "run", overwrite: bool = False,
+                 inputs: Iterable[str | Path] = ()) -> None:
+    """:class:`OutputRefusedError` when :func:`write_atomic` would refuse ``path`` (same arguments): a command calls it
+    before any work so that a refused output costs nothing."""
+    path = Path(path)
     if path.is_symlink():
         raise OutputRefusedError(f"{str(path)!r} is a symbolic link: dpbandit never writes through or replaces a link; "
                                  "remove it or choose another path")

@@ -278,8 +278,9 @@ def test_plot_output_prints_the_path_it_wrote_and_never_a_run_file(run, tmp_path
     before = {p.name: _digest(p) for p in run_dir.iterdir() if p.is_file()}
     assert main(["plot", str(run_dir), "--output", str(run_dir / "regret.png"), "--overwrite"]) == 2
     _one_line(capsys, "is an input of this command")
-    assert main(["plot", str(run_dir), "--output", str(run_dir / "summary.csv"), "--overwrite"]) == 0
-    assert capsys.readouterr().out.strip().endswith("summary.csv.png")  # a figure gets an image suffix
+    assert main(["plot", str(run_dir), "--output", str(tmp_path / "table.csv")]) == 2  # never a file not named
+    _one_line(capsys, "is not an image file name")
+    assert not list(tmp_path.glob("table.csv*"))
     assert all(_digest(run_dir / name) == digest for name, digest in before.items())
     json.loads((run_dir / "manifest.json").read_text())
     assert pd.read_csv(run_dir / "summary.csv").shape[0] == 2

@@ -134,8 +134,11 @@ def warmup_length(dim: int, horizon: int, n_arms: int, epsilon: float) -> int:
     horizon = check_int("horizon", horizon, low=1)
     n_arms = check_int("n_arms", n_arms, low=1)
     epsilon = check_epsilon(epsilon, allow_inf=True)
-    t0 = math.floor(math.log(dim * horizon) * math.log(horizon) / epsilon**2) if math.isfinite(epsilon) else 0
-    return min(max(1, t0), horizon // n_arms)
+    cap = horizon // n_arms
+    if math.isinf(epsilon):
+        return min(1, cap)
+    t0 = math.log(dim * horizon) * math.log(horizon) / epsilon / epsilon  # inf for a tiny epsilon: the cap
+    return min(max(1, math.floor(t0) if t0 < cap else cap), cap)
 
 
 @dataclass(frozen=True)

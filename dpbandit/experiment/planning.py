@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from dpbandit.validation import check_memory
 
-__all__ = ["Plan", "plan_run", "calibrate", "duration", "CALIBRATE_ROUNDS", "MAX_SECONDS"]
+__all__ = ["Plan", "plan_run", "calibrate", "check_duration", "duration", "seconds_per_round", "CALIBRATE_ROUNDS",
+           "MAX_SECONDS"]
 
 #: Runs of at least this many rounds (all jobs together) get a calibrated estimate of their wall time.
 CALIBRATE_ROUNDS = 100_000
@@ -104,35 +105,48 @@ def plan_run(config, horizons: dict[int, int], *, calibrated: bool = True) -> Pl
 
 
 def calibrate(config, env_index: int, agent_index: int, budget: float = 0.5) -> float:
-    """Seconds per round of (environment, agent) of ``config``: up to :data:`CALIBRATION_ROUNDS` rounds of its first
-    seed within ``budget`` seconds (at least two rounds), timed over the second half of the rounds played (the first
-    ones pay for warm-ups: compiled kernels loading, caches). A fresh environment and agent: the jobs are not
-    touched."""
+    """Seconds per round of (environment, agent) of ``config`` (:func:`seconds_per_round` on its first seed, a fresh
+    environment and agent: the jobs are not touched)."""
     from dpbandit.agents import make_agent
     from dpbandit.experiment.config import make_env
-    from dpbandit.experiment.runner import one_blas_thread
 
     env_spec, spec = config.envs[env_index], config.agents[agent_index]
     env = make_env(env_spec.id, **env_spec.kwargs)
     try:
-        agent = make_agent(spec.type, env, **spec.params)
-        rounds = min(CALIBRATION_ROUNDS, int(env.unwrapped.constants.horizon))
-        with one_blas_thread():
-            obs, _ = env.reset(seed=config.seeds[0])
-            agent.reset(config.seeds[0])
-            start = time.perf_counter()
-            stamps = []
-            for _ in range(rounds):
-                arm = agent.act(obs)
-                next_obs, reward, _, _, info = env.step(arm)
-                agent.update(obs, arm, reward, info)
-                obs = next_obs
-                stamps.append(time.perf_counter())
-                if stamps[-1] - start > budget and len(stamps) >= 2:
-                    break
+        return seconds_per_round(env, make_agent(spec.type, env, **spec.params), config.seeds[0], budget)
     finally:
         env.close()
+
+
+def seconds_per_round(env, agent, seed: int, budget: float = 0.5) -> float:
+    """Seconds per round of ``agent`` on ``env``: up to :data:`CALIBRATION_ROUNDS` rounds of ``seed`` within
+    ``budget`` seconds (at least two rounds), timed over the second half of the rounds played (the first ones pay
+    for warm-ups: compiled kernels loading, caches). Resets both; the caller resets them again before real work."""
+    from dpbandit.experiment.runner import one_blas_thread
+
+    rounds = min(CALIBRATION_ROUNDS, int(env.unwrapped.constants.horizon))
+    with one_blas_thread():
+        obs, _ = env.reset(seed=seed)
+        agent.reset(seed)
+        start = time.perf_counter()
+        stamps = []
+        for _ in range(rounds):
+            arm = agent.act(obs)
+            next_obs, reward, _, _, info = env.step(arm)
+            agent.update(obs, arm, reward, info)
+            obs = next_obs
+            stamps.append(time.perf_counter())
+            if stamps[-1] - start > budget and len(stamps) >= 2:
+                break
     if len(stamps) < 2:
         return stamps[0] - start
     half = len(stamps) // 2
     return (stamps[-1] - stamps[half - 1]) / (len(stamps) - half)
+
+
+def check_duration(what: str, rounds: int, seconds: float, allow_long: bool = False) -> None:
+    """``ValueError`` stating the estimate when ``rounds`` rounds estimated at ``seconds`` exceed :data:`MAX_SECONDS`
+    and ``allow_long`` is False (the commands that run their own loops: ``reproduce fliphat``)."""
+    if seconds > MAX_SECONDS and not allow_long:
+        raise ValueError(f"{what}: {rounds:,} rounds, about {duration(seconds)}: more than the {duration(MAX_SECONDS)} "
+                         "a run may take; lower the horizon or the seeds, or pass --allow-long to run it anyway")

@@ -19,16 +19,19 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["main", "replay_table"]
+__all__ = ["main", "replay_table", "UndefinedEstimateWarning"]
 
 ESTIMATOR_CHOICES = ("replay", "dm", "ips", "snips", "dr", "sndr", "switch_dr", "clipped_ips", "clipped_dr")
 REWARD_MODEL_CHOICES = ("ridge", "logistic", "forest", "boosting")
 MAX_FOLDS = 20
+#: Most replays per agent (each a pass over the whole log; the intervals come from the data, not the seeds).
+MAX_REPLAY_SEEDS = 1000
 
 
 def _agent_spec(text: str):
@@ -111,12 +114,12 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
                    "accepted": float(np.mean([r.accepted for r in results]))}
             for name in estimators:
                 values = np.array([r.estimates[name].value for r in results])
-                if not np.isfinite(values).all():
+                if not np.isfinite(values).all():  # stated, shown as "undefined", never a silent NaN
                     bad = [seed for seed, r in zip(seeds, results) if not math.isfinite(r.estimates[name].value)]
-                    raise ValueError(f"agent {label!r}: the {name} estimate is undefined in seed(s) {bad} "
-                                     f"(accepted rounds per seed: {[r.accepted for r in results]}; expected "
-                                     f"{expected:.3g} per full pass): use a longer log or fewer rounds of tiny "
-                                     "propensity")
+                    warnings.warn(f"agent {label!r}: the {name} estimate is undefined in seed(s) {bad} (accepted "
+                                  f"rounds per seed: {[r.accepted for r in results]}; expected {expected:.3g} per "
+                                  "full pass); the table shows it as undefined", UndefinedEstimateWarning,
+                                  stacklevel=2)
                 row[name] = float(values.mean())
                 row[f"{name}_low"] = min(r.estimates[name].low for r in results)
                 row[f"{name}_high"] = max(r.estimates[name].high for r in results)
@@ -137,9 +140,13 @@ def shown_table(table: pd.DataFrame, estimators) -> pd.DataFrame:
         keep.remove("position")
     shown = table[keep].copy()
     for name in estimators:
-        shown[name] = [f"{v:.4g} [{lo:.4g}, {hi:.4g}]" for v, lo, hi in
+        shown[name] = [f"{v:.4g} [{lo:.4g}, {hi:.4g}]" if math.isfinite(v) else "undefined" for v, lo, hi in
                        zip(table[name], table[f"{name}_low"], table[f"{name}_high"])]
     return shown
+
+
+class UndefinedEstimateWarning(UserWarning):
+    """An estimate is undefined for some seed (e.g. replay accepted no round): shown as "undefined", NaN in files."""
 
 
 def _toml(path: str) -> dict:
@@ -194,15 +201,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run ``dpbandit replay`` (errors propagate to the one-line handler of ``dpbandit``'s main)."""
     from dpbandit.experiment.config import _agent_from_mapping
-    from dpbandit.files import write_atomic
+    from dpbandit.files import check_output, write_atomic
     from dpbandit.offline import read_logged
 
     args = build_parser().parse_args(argv)
     specs = [_agent_spec(a) for a in args.agent]
     if args.config:
         specs += [_agent_from_mapping(a, i) for i, a in enumerate(_toml(args.config).get("agents", []))]
-    if args.seeds < 1:
-        raise ValueError(f"--seeds must be >= 1, got {args.seeds}")
+    if not 1 <= args.seeds <= MAX_REPLAY_SEEDS:
+        raise ValueError(f"--seeds must be in [1, {MAX_REPLAY_SEEDS}] (replays per agent; the intervals are over "
+                         f"the data), got {args.seeds}")
+    if args.out:  # before any work: a refused output wastes no replay
+        check_output(args.out, kind="single", overwrite=args.overwrite,
+                     inputs=[args.log] + ([args.config] if args.config else []))
     if not 2 <= args.folds <= MAX_FOLDS:
         raise ValueError(f"--folds must be in [2, {MAX_FOLDS}], got {args.folds}")
     if args.clip is not None and not (args.clip > 0):

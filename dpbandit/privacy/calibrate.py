@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 from scipy.optimize import minimize_scalar
-from scipy.special import log_ndtr
+from scipy.special import erfcx, log_ndtr
 
 from dpbandit.privacy.noise import GaussianNoise, GeneralizedGaussianNoise, Noise
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
@@ -77,12 +77,24 @@ def gaussian_sigma_classic(epsilon: float, delta: float, sensitivity: float) -> 
 
 
 def _gaussian_delta(mu: float, epsilon: float) -> float:
-    """Balle–Wang privacy curve of the Gaussian mechanism with ``mu = sensitivity/sigma`` (log-space, no overflow)."""
-    log_a = float(log_ndtr(mu / 2.0 - epsilon / mu))
-    log_b = epsilon + float(log_ndtr(-mu / 2.0 - epsilon / mu))
+    """Balle–Wang privacy curve of the Gaussian mechanism with ``mu = sensitivity/sigma``:
+    ``delta = Phi(a) - e^epsilon Phi(b)``, ``a = mu/2 - epsilon/mu``, ``b = -mu/2 - epsilon/mu``, in log space.
+
+    ``log(e^epsilon Phi(b) / Phi(a))`` is computed as ``L(b) - L(a)`` with ``L(x) = log Phi(x) + x^2/2``: the terms
+    ``epsilon - b^2/2 + a^2/2`` cancel exactly (``a^2 - b^2 = -2 epsilon``), so no two huge numbers are subtracted
+    and the curve stays accurate (and finite) for every epsilon, also where ``epsilon/mu`` is 1e12."""
+    a, b = mu / 2.0 - epsilon / mu, -mu / 2.0 - epsilon / mu
+    log_a = float(log_ndtr(a))
     if log_a == -math.inf:
         return 0.0
-    return max(0.0, -math.exp(log_a) * math.expm1(log_b - log_a))
+    return max(0.0, -math.exp(log_a) * math.expm1(_log_ndtr_scaled(b) - _log_ndtr_scaled(a)))
+
+
+def _log_ndtr_scaled(x: float) -> float:
+    """``log Phi(x) + x^2/2``, stable for very negative ``x`` (``Phi(x) = erfcx(-x/sqrt 2) e^{-x^2/2} / 2``)."""
+    if x < 0.0:
+        return math.log(float(erfcx(-x / math.sqrt(2.0))) / 2.0)
+    return float(log_ndtr(x)) + x * x / 2.0
 
 
 def _bisect(bad, lo: float, hi: float) -> float:

@@ -11,7 +11,7 @@ import dpbandit.envs  # noqa: F401
 from dpbandit.agents.base import Agent
 from dpbandit.experiment.cli import main
 from dpbandit.experiment.config import AgentSpec
-from dpbandit.experiment.replay_cli import replay_table
+from dpbandit.experiment.replay_cli import UndefinedEstimateWarning, replay_table, shown_table
 from dpbandit.offline import LoggedData, ReplayEnv, evaluate_offline, log_policy
 from dpbandit.offline.replay import MIN_EXPECTED_ACCEPTED, check_replayable, covering_horizon, expected_accepted
 
@@ -86,16 +86,20 @@ class _AlwaysLast(Agent):
         pass
 
 
-def test_an_estimate_that_stays_undefined_is_refused_not_printed_as_nan(log):
+def test_an_estimate_that_stays_undefined_is_stated_not_printed_as_nan(log, tmp_path, capsys):
     """A log that never shows the last arm: an agent that always plays it is never accepted, so its replay
-    estimate is undefined; before, the table held NaN."""
+    estimate is undefined; before, the table held NaN silently. Now a one-line warning says so, the printed table says
+    "undefined", and the other estimators (every round) still stand."""
     action = np.minimum(log.action, K - 2)
     never_last = LoggedData(log.context, action, log.reward, K, pscore=np.full(N, 0.5))
-    with pytest.raises(ValueError) as info:
-        replay_table(never_last, [AgentSpec("random"), AgentSpec(_AlwaysLast, label="always")], range(2))
-    message = str(info.value)
+    with pytest.warns(UndefinedEstimateWarning) as record:
+        table = replay_table(never_last, [AgentSpec("random"), AgentSpec(_AlwaysLast, label="always")], range(2))
+    message = next(str(w.message) for w in record if w.category is UndefinedEstimateWarning)
     assert message.startswith("agent 'always': the replay estimate is undefined in seed(s) [0, 1]")
     assert "accepted rounds per seed: [0, 0]" in message and "\n" not in message
+    shown = shown_table(table, ("replay", "ips")).set_index("agent")
+    assert shown.loc["always", "replay"] == "undefined" and shown.loc["always", "ips"].startswith("0 [")
+    assert "nan" not in shown.to_string().lower()
 
 
 def test_dp_ucb_needs_theta_bound_in_replay_and_then_differs_from_random(log, tmp_path, capsys):

@@ -110,24 +110,57 @@ def run_fliphat(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: 
     return _run(horizon=horizon, seeds=seeds, epsilons=epsilons, arms=arms, progress=progress)[0]
 
 
-def _run(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: tuple[int, ...],
-         progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """:func:`run_fliphat`'s rows and the runs' checkpointed curves (tidy: ``K, epsilon, agent`` = the column,
-    ``seed, t, cumulative_regret``)."""
-    horizon = check_int("horizon", horizon, low=2)
-    seeds = check_int("seeds", seeds, low=1)
+def _jobs(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: tuple[int, ...]) -> list[tuple]:
+    """The validated jobs ``(K, epsilon, column, structure, clip, agent type, params)`` of a reproduction."""
+    from dpbandit.experiment.config import MAX_SEEDS
+
+    check_int("horizon", horizon, low=2)
+    check_int("seeds", seeds, low=1, high=MAX_SEEDS)
     epsilons = tuple(check_epsilon(e) for e in epsilons)
     for k in arms:
         check_int("arms", k, low=2)
     jobs = [(k, None, name, st, cl, agent, params) for k in arms for name, st, cl, agent, params in REFERENCES]
-    jobs += [(k, e, name, st, cl, agent, build(e)) for k in arms for e in epsilons
-             for name, st, cl, agent, build in COLUMNS]
+    return jobs + [(k, e, name, st, cl, agent, build(e)) for k in arms for e in epsilons
+                   for name, st, cl, agent, build in COLUMNS]
+
+
+def _build(job: tuple, horizon: int):
+    k, e, name, st, cl, agent_name, params = job
+    env = gymnasium.make("dpbandit/GLMBandit-v0", **env_kwargs(k, horizon, st, cl))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PublishedSettingWarning)  # labelled NOT PRIVATE in every output
+        return env, make_agent(agent_name, env, **params)
+
+
+def check_cost(settings: dict, allow_long: bool = False) -> None:
+    """Before any work: the settings are valid and, for runs of at least
+    :data:`~dpbandit.experiment.planning.CALIBRATE_ROUNDS` rounds, the time estimated from a few timed rounds of
+    every job fits in a week (``ValueError`` stating the estimate otherwise, unless ``allow_long``)."""
+    from dpbandit.experiment.planning import (CALIBRATE_ROUNDS, CALIBRATION_SECONDS, check_duration,
+                                              seconds_per_round)
+
+    jobs = _jobs(**settings)
+    rounds = len(jobs) * settings["seeds"] * settings["horizon"]
+    if rounds < CALIBRATE_ROUNDS:
+        return
+    seconds = 0.0
+    for job in jobs:
+        env, agent = _build(job, settings["horizon"])
+        seconds += seconds_per_round(env, agent, 0, CALIBRATION_SECONDS / len(jobs)) * settings["seeds"] \
+            * settings["horizon"]
+        env.close()
+    check_duration("planned work", rounds, seconds, allow_long)
+
+
+def _run(*, horizon: int, seeds: int, epsilons: tuple[float, ...], arms: tuple[int, ...],
+         progress: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`run_fliphat`'s rows and the runs' checkpointed curves (tidy: ``K, epsilon, agent`` = the column,
+    ``seed, t, cumulative_regret``)."""
+    jobs = _jobs(horizon=horizon, seeds=seeds, epsilons=epsilons, arms=arms)
     rows, curves = [], []
-    for i, (k, e, name, st, cl, agent_name, params) in enumerate(jobs, 1):
-        env = gymnasium.make("dpbandit/GLMBandit-v0", **env_kwargs(k, horizon, st, cl))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", PublishedSettingWarning)  # labelled NOT PRIVATE in every output
-            agent = make_agent(agent_name, env, **params)
+    for i, job in enumerate(jobs, 1):
+        k, e, name, st, cl, agent_name, params = job
+        env, agent = _build(job, horizon)
         guarantee = agent.privacy_report().guarantee if getattr(agent, "private", False) else "none"
         for seed in range(seeds):
             frame = simulate(env, agent, seed=seed, checkpoints=10)
@@ -215,11 +248,14 @@ def format_summary(results: pd.DataFrame, table: pd.DataFrame, horizon: int,
     return "\n".join(lines)
 
 
-def reproduce(*, quick: bool = False, out: str | Path | bool = "runs", progress: bool = True, **overrides):
+def reproduce(*, quick: bool = False, out: str | Path | bool = "runs", progress: bool = True,
+              allow_long: bool = False, **overrides):
     """Run the reproduction (``quick``: :data:`QUICK`, else :data:`PAPER`; keyword overrides) and write its files
     under ``<out>/fliphat[-quick]`` (``out=False``: nothing written). Returns (results, table, summary, run_dir);
-    the verdicts are in the summary and ``comparison.csv``, the figure is ``figure.png``."""
+    the verdicts are in the summary and ``comparison.csv``, the figure is ``figure.png``. Bad settings and a run
+    estimated at more than a week (unless ``allow_long``) are refused before any work (:func:`check_cost`)."""
     settings = {**(QUICK if quick else PAPER), **{k: v for k, v in overrides.items() if v is not None}}
+    check_cost(settings, allow_long)
     if out is False:
         return (*_reproduce(settings, progress)[:3], None)
     run_dir = claim_run_dir(Path(out) / ("fliphat-quick" if quick else "fliphat"), KIND)
@@ -265,6 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--epsilons", type=float, nargs="+", action=Distinct, help="epsilons (default 0.5 1 2 5)")
     parser.add_argument("--arms", type=int, nargs="+", action=Distinct, help="values of K (default 2 3)")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines")
+    parser.add_argument("--allow-long", dest="allow_long", action="store_true",
+                        help="run even when the estimated time exceeds a week (refused otherwise, before any work)")
     return parser
 
 
@@ -272,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         _, _, summary, run_dir = reproduce(
-            quick=args.quick, out=args.out, progress=not args.no_progress, seeds=args.seeds, horizon=args.horizon,
+            quick=args.quick, out=args.out, progress=not args.no_progress, allow_long=args.allow_long,
+            seeds=args.seeds, horizon=args.horizon,
             epsilons=tuple(args.epsilons) if args.epsilons else None, arms=tuple(args.arms) if args.arms else None)
     except (ValueError, TypeError) as exc:
         print(f"dpbandit reproduce fliphat: error: {exc}", file=sys.stderr)

@@ -56,6 +56,7 @@ from dpbandit.experiment.reproduce.table_5_1_published import (
     Instance,
     derive_instances,
 )
+from dpbandit.experiment.config import MAX_SEEDS
 from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.execution import execute_jobs
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
@@ -109,7 +110,7 @@ class Table51Config:
         if not self.ps or any(p not in (1.5, INF) for p in self.ps):
             raise ValueError(f"ps must be a non-empty subset of (1.5, inf) (the table's geometries), got {self.ps!r}")
         object.__setattr__(self, "ps", tuple(float(p) for p in self.ps))
-        check_int("seeds", self.seeds, low=1)
+        check_int("seeds", self.seeds, low=1, high=MAX_SEEDS)
         check_epsilon(self.epsilon)
         check_choice("calibration", self.calibration, CALIBRATIONS)
         check_int("sgd_max_horizon", self.sgd_max_horizon, low=0)
