@@ -281,7 +281,7 @@ def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progr
         write_atomic(run_dir / "frontier.csv", lambda p: table.to_csv(p, index=False))
         plot_path = plot_frontier(table, run_dir / "frontier.png", title=f"{fc.name}: {fc.env_id}")
         manifest = {
-            "status": "complete", "config": fc.to_dict(), "versions": package_versions(),
+            "status": "complete", "config": fc.to_dict(), "versions": package_versions(config),
             "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "seconds": time.perf_counter() - start, "resumed_jobs": result.resumed_jobs,
             "privacy": {f"{a} eps={epsilon_text(e)} T={T}": r.to_dict() for (a, e, T), r in reports.items()},
