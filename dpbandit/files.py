@@ -162,13 +162,19 @@ def check_output(path: str | Path, kind: str = "run", overwrite: bool = False,
 
 def _owned(path: Path) -> bool:
     """Whether ``path`` (a file of a run folder) is dpbandit's to replace: listed in the folder's record and exactly
-    as dpbandit wrote it (a file changed since, by a user or a truncation, is theirs to keep); in a folder without a
-    record (written by dpbandit <= 0.1.0), a file beside a dpbandit manifest."""
-    files = recorded_files(path.parent)
-    if files is None:
-        return (path.parent / "manifest.json").is_file() and path.name != RECORD
-    entry = files.get(path.name)
-    return entry is not None and _matches(path.read_bytes(), entry)
+    as dpbandit wrote it (a file changed since, by a user or a truncation, is theirs to keep); an unlisted file only
+    in a folder of dpbandit <= 0.1.0 (:func:`_older`), beside its manifest."""
+    record = _read_record(path.parent)
+    entry = record["files"].get(path.name) if record else None
+    if entry is not None:
+        return _matches(path.read_bytes(), entry)
+    return _older(path.parent, record) and path.name != RECORD
+
+
+def _older(folder: Path, record: dict | None) -> bool:
+    """A run folder written by dpbandit <= 0.1.0 (a manifest and no record when the first record was made): its
+    unlisted files are dpbandit's, unverified."""
+    return (folder / "manifest.json").is_file() and (record is None or bool(record.get("older")))
 
 
 def _matches(data: bytes, entry: dict) -> bool:
@@ -178,7 +184,12 @@ def _matches(data: bytes, entry: dict) -> bool:
 def recorded_files(folder: str | Path) -> dict[str, dict] | None:
     """The folder's record: name -> {"bytes", "sha256"} of each file dpbandit wrote there; None without a record;
     :class:`DamagedFileError` for a record that cannot be read."""
-    path = Path(folder) / RECORD
+    record = _read_record(Path(folder))
+    return None if record is None else record["files"]
+
+
+def _read_record(folder: Path) -> dict | None:
+    path = folder / RECORD
     if not path.is_file() or path.is_symlink():
         return None
     try:
@@ -191,22 +202,22 @@ def recorded_files(folder: str | Path) -> dict[str, dict] | None:
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as exc:
         raise DamagedFileError(f"{str(path)!r} (dpbandit's record of the files of this folder) cannot be read ({exc}); "
                                "the folder is left untouched: move it away or rerun under another name") from None
-    return files
+    return data
 
 
 def _record(path: Path, entry: dict) -> None:
-    files = recorded_files(path.parent) or {}
-    files[path.name] = entry
-    text = json.dumps({"format": 1, "files": files}, indent=1, sort_keys=True) + "\n"
-    record = path.parent / RECORD
-    if record.is_symlink():
-        raise OutputRefusedError(f"{str(record)!r} is a symbolic link: dpbandit never writes through a link")
+    record = _read_record(path.parent) or {"format": 1, "files": {}, "older": _older(path.parent, None)}
+    record["files"][path.name] = entry
+    text = json.dumps(record, indent=1, sort_keys=True) + "\n"
+    target = path.parent / RECORD
+    if target.is_symlink():
+        raise OutputRefusedError(f"{str(target)!r} is a symbolic link: dpbandit never writes through a link")
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{RECORD}.", suffix=".tmp")
     os.close(fd)
     try:
         os.chmod(tmp, 0o666 & ~_umask())
         Path(tmp).write_text(text, encoding="utf-8")
-        os.replace(tmp, record)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -258,14 +269,12 @@ def read_verified(path: str | Path) -> bytes:
         data = path.read_bytes()
     except OSError as exc:
         raise OSError(exc.errno, f"cannot read {str(path)!r}: {exc.strerror}") from None
-    files = recorded_files(path.parent)
-    if files is None and not (path.parent / "manifest.json").is_file():
-        files = {}  # neither a record nor a manifest: not a folder dpbandit wrote
-    if files is None:
-        warnings.warn(f"{str(path)!r} cannot be verified (its folder has no {RECORD}: written by dpbandit <= 0.1.0)",
+    record = _read_record(path.parent)
+    entry = record["files"].get(path.name) if record else None
+    if entry is None and _older(path.parent, record):
+        warnings.warn(f"{str(path)!r} cannot be verified (written by dpbandit <= 0.1.0, before {RECORD})",
                       UnverifiedFileWarning, stacklevel=2)
         return data
-    entry = files.get(path.name)
     if entry is None:
         raise DamagedFileError(f"{str(path)!r} was not written by dpbandit (its folder's record does not list it); "
                                "it is not read")

@@ -284,3 +284,21 @@ def test_plot_output_prints_the_path_it_wrote_and_never_a_run_file(run, tmp_path
     assert all(_digest(run_dir / name) == digest for name, digest in before.items())
     json.loads((run_dir / "manifest.json").read_text())
     assert pd.read_csv(run_dir / "summary.csv").shape[0] == 2
+
+
+def test_a_run_of_an_older_version_stays_readable_after_a_new_write(run, capsys):
+    """A folder written before records existed (simulated: its record removed): plotting it makes the first record,
+    and its other files are still read (unverified, with a warning), never refused as not dpbandit's."""
+    run_dir, _ = run
+    (run_dir / RECORD).unlink()
+    with pytest.warns(UnverifiedFileWarning):
+        rows = len(dpbandit.load_run(run_dir).results)
+    assert main(["plot", str(run_dir)]) == 0
+    assert set(json.loads((run_dir / RECORD).read_text())["files"]) == {"regret.png"}
+    with pytest.warns(UnverifiedFileWarning, match="results.csv"):
+        assert len(dpbandit.load_run(run_dir).results) == rows
+    (run_dir / "regret.png").write_bytes(b"changed by the user")
+    capsys.readouterr()
+    assert main(["plot", str(run_dir)]) == 2  # a listed file changed since: the user's now
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # after the unverified-read warnings
+    assert "regret.png' exists and is not a file dpbandit wrote (or it was changed since)" in last
