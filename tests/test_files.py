@@ -32,6 +32,7 @@ from dpbandit.files import (
     write_json_atomic,
 )
 from dpbandit.offline import LoggedData
+from tests.one_line import one_line_error
 
 TOML = """name = "tiny"
 seeds = 2
@@ -44,15 +45,6 @@ type = "random"
 [[agents]]
 type = "greedy"
 """
-
-
-def _one_line(capsys, *needles):
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err and ": error: " in lines[0], err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
 
 
 def _digest(path):
@@ -190,15 +182,15 @@ def test_replay_never_overwrites_its_log(tmp_path, capsys):
     log = _log(tmp_path)
     before = _digest(log)
     assert main(["replay", str(log), "--agent", "random", "--seeds", "1", "--out", str(log)]) == 2
-    _one_line(capsys, "is an input of this command")
+    one_line_error(capsys.readouterr().err, "is an input of this command")
     assert _digest(log) == before
     assert main(["replay", str(log), "--agent", "random", "--seeds", "1", "--out", str(log), "--overwrite"]) == 2
-    _one_line(capsys, "is an input of this command")
+    one_line_error(capsys.readouterr().err, "is an input of this command")
     assert _digest(log) == before
     out = tmp_path / "table.csv"
     assert main(["replay", str(log), "--agent", "random", "--seeds", "1", "--out", str(out)]) == 0
     assert main(["replay", str(log), "--agent", "random", "--seeds", "1", "--out", str(out)]) == 2
-    _one_line(capsys, "exists: pass --overwrite")
+    one_line_error(capsys.readouterr().err, "exists: pass --overwrite")
 
 
 def test_a_figure_link_in_a_run_folder_is_never_written_through(run, tmp_path, capsys):
@@ -208,9 +200,9 @@ def test_a_figure_link_in_a_run_folder_is_never_written_through(run, tmp_path, c
     (run_dir / "regret.png").unlink()
     (run_dir / "regret.png").symlink_to(user)
     assert main(argv) == 2
-    _one_line(capsys, "regret.png", "is a symbolic link")
+    one_line_error(capsys.readouterr().err, "regret.png", "is a symbolic link")
     assert main(["plot", str(run_dir)]) == 2
-    _one_line(capsys, "is a symbolic link")
+    one_line_error(capsys.readouterr().err, "is a symbolic link")
     assert user.read_bytes() == b"a user's figure"
 
 
@@ -233,9 +225,9 @@ def test_a_truncated_results_table_is_refused_by_load_run_plot_and_compare(run, 
         dpbandit.load_run(run_dir)
     for command in (["plot", str(run_dir)], ["compare", str(run_dir), "--baseline", "random"]):
         assert main(command) == 2
-        _one_line(capsys, "results.csv' is damaged", "move it away")
+        one_line_error(capsys.readouterr().err, "results.csv' is damaged", "move it away")
     assert main(argv) == 2  # the rerun does not replace the changed file either
-    _one_line(capsys, "results.csv", "changed since")
+    one_line_error(capsys.readouterr().err, "results.csv", "changed since")
     table.unlink()
     assert main(argv) == 0  # moved away: the rerun rebuilds it from the verified jobs
     assert len(dpbandit.load_run(run_dir).results) == rows
@@ -261,7 +253,7 @@ def test_a_manifest_that_is_a_list_is_one_line_everywhere(run, capsys):
     (run_dir / "manifest.json").write_text("[1, 2]")
     for command in (["plot", str(run_dir)], ["compare", str(run_dir)], argv):
         assert main(command) == 2
-        _one_line(capsys, "manifest.json")
+        one_line_error(capsys.readouterr().err, "manifest.json")
     with pytest.raises(ValueError, match="manifest.json"):
         dpbandit.load_run(run_dir)
 
@@ -272,14 +264,14 @@ def test_plot_output_prints_the_path_it_wrote_and_never_a_run_file(run, tmp_path
     assert capsys.readouterr().out.strip().endswith(str(tmp_path / "fig.png"))
     assert (tmp_path / "fig.png").is_file()
     assert main(["plot", str(run_dir), "--output", str(tmp_path / "fig.png")]) == 2
-    _one_line(capsys, "exists: pass --overwrite")
+    one_line_error(capsys.readouterr().err, "exists: pass --overwrite")
     assert main(["plot", str(run_dir), "--output", str(tmp_path / "fig.png"), "--overwrite"]) == 0
     capsys.readouterr()
     before = {p.name: _digest(p) for p in run_dir.iterdir() if p.is_file()}
     assert main(["plot", str(run_dir), "--output", str(run_dir / "regret.png"), "--overwrite"]) == 2
-    _one_line(capsys, "is an input of this command")
+    one_line_error(capsys.readouterr().err, "is an input of this command")
     assert main(["plot", str(run_dir), "--output", str(tmp_path / "table.csv")]) == 2  # never a file not named
-    _one_line(capsys, "is not an image file name")
+    one_line_error(capsys.readouterr().err, "is not an image file name")
     assert not list(tmp_path.glob("table.csv*"))
     assert all(_digest(run_dir / name) == digest for name, digest in before.items())
     json.loads((run_dir / "manifest.json").read_text())

@@ -13,14 +13,7 @@ from dpbandit.agents.dp_hdb import warmup_length
 from dpbandit.experiment.cli import main
 from dpbandit.offline import LoggedData
 from dpbandit.privacy.calibrate import _gaussian_delta, gaussian_sigma_analytic
-
-
-def _one_line(capsys, *needles):
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err and ": error: " in lines[0], err
-    for needle in needles:
-        assert needle in lines[0], lines[0]
+from tests.one_line import one_line_error
 
 
 @pytest.mark.parametrize("epsilon", [1e9, 1e12, 1e15])
@@ -51,7 +44,7 @@ def test_reproduce_fliphat_refuses_absurd_sizes_before_any_work(tmp_path, capsys
                           (["--seeds", "99999999999999999999"], "seeds must be an integer in [1, 100000]"),
                           (["--horizon", "200000", "--seeds", "2000"], "more than the 7.0 days")):
         assert main(["reproduce", "fliphat", "--out", str(tmp_path), "--no-progress", *extra]) == 2
-        _one_line(capsys, needle)
+        one_line_error(capsys.readouterr().err, needle)
     assert time.monotonic() - start < 120 and not any(tmp_path.iterdir())
 
 
@@ -62,6 +55,6 @@ def test_replay_checks_its_output_and_seeds_before_any_work(tmp_path, capsys):
     folder = tmp_path / "a-folder"
     folder.mkdir()
     assert main(["replay", str(log), "--agent", "random", "--out", str(folder)]) == 2
-    _one_line(capsys, "is a folder, not a file")  # before replaying: no estimator warning came first
+    one_line_error(capsys.readouterr().err, "is a folder, not a file")  # before replaying: no estimator warning came first
     assert main(["replay", str(log), "--agent", "random", "--seeds", "1000000000000"]) == 2
-    _one_line(capsys, "--seeds must be in [1, 1000]")
+    one_line_error(capsys.readouterr().err, "--seeds must be in [1, 1000]")

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from dpbandit.experiment.cli import build_parser, main
+from tests.one_line import one_line_error
 from dpbandit.offline import LoggedData
 
 TOML = """name = "tiny"
@@ -158,11 +159,6 @@ def _subprocess(argv: list[str], prefix: list[str] = (), limit: int | None = Non
                           text=True, env=env, preexec_fn=preexec, timeout=600, stdin=subprocess.DEVNULL)
 
 
-def _one_line(err: str) -> None:
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and "Traceback" not in err and ": error: " in lines[0], err
-
-
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("command", sorted(WRITERS))
 def test_no_output_destroys_a_users_file(tmp_path, command, case, made_run, capsys):
@@ -176,7 +172,7 @@ def test_no_output_destroys_a_users_file(tmp_path, command, case, made_run, caps
         code = main(argv)
         err = capsys.readouterr().err
         assert code == 2, err
-        _one_line(err)
+        one_line_error(err)
     elif case == "read_only":
         prefix = _readonly(out)
         if prefix is None:
@@ -185,11 +181,11 @@ def test_no_output_destroys_a_users_file(tmp_path, command, case, made_run, caps
         if os.geteuid() != 0:
             out.chmod(0o755)
         assert proc.returncode == 2, proc.stderr
-        _one_line(proc.stderr)
+        one_line_error(proc.stderr)
     else:  # the file-size limit: the first file written is larger than it
         proc = _subprocess(argv, limit=100)
         assert proc.returncode == 2, proc.stderr
-        _one_line(proc.stderr)
+        one_line_error(proc.stderr)
         assert "File too large" in proc.stderr
     for root, before in protected.items():
         after = _snapshot(root)
