@@ -34,6 +34,17 @@ def _run(config, out, *options, **kwargs):
     return subprocess.Popen(cmd + ["--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
 
+def _resume_and_reference(config, stopped, reference, kept: int) -> None:
+    """Rerun the stopped run (it must say it resumed ``kept`` jobs) and run the same config uninterrupted."""
+    resumed = _run(config, stopped)
+    out, err = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, err.decode()
+    assert f"Resumed: {kept} finished job(s)" in out.decode()
+    uninterrupted = _run(config, reference)
+    _, err = uninterrupted.communicate(timeout=600)
+    assert uninterrupted.returncode == 0, err.decode()
+
+
 def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     config = tmp_path / "sweep.toml"
     config.write_text(CONFIG)
@@ -48,15 +59,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     finished_before = {p.name for p in jobs_dir.glob("*.json")}
     assert 3 <= len(finished_before) < 12, "the run must be killed mid-way"
 
-    resumed = _run(config, tmp_path / "killed")
-    out, err = resumed.communicate(timeout=300)
-    assert resumed.returncode == 0, err.decode()
-    assert f"Resumed: {len(finished_before)} finished job(s)" in out.decode()
-
-    reference = _run(config, tmp_path / "reference")
-    _, err = reference.communicate(timeout=300)
-    assert reference.returncode == 0, err.decode()
-
+    _resume_and_reference(config, tmp_path / "killed", tmp_path / "reference", len(finished_before))
     got = pd.read_csv(tmp_path / "killed" / "killme" / "results.csv")
     want = pd.read_csv(tmp_path / "reference" / "killme" / "results.csv")
     assert not got.duplicated(["env_id", "agent", "seed", "t"]).any()
@@ -110,12 +113,6 @@ def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path, b
     if backend == "dask":
         return  # resuming is the same code for both backends
 
-    resumed = _run(config, tmp_path / "stopped")
-    out, err = resumed.communicate(timeout=600)
-    assert resumed.returncode == 0, err.decode()
-    assert f"Resumed: {kept} finished job(s)" in out.decode()
-    reference = _run(config, tmp_path / "reference")
-    _, err = reference.communicate(timeout=600)
-    assert reference.returncode == 0, err.decode()
+    _resume_and_reference(config, tmp_path / "stopped", tmp_path / "reference", kept)
     got = (tmp_path / "stopped" / "killme" / "results.csv").read_bytes()
     assert got == (tmp_path / "reference" / "killme" / "results.csv").read_bytes()
