@@ -28,6 +28,8 @@ __all__ = [
     "check_generator",
     "check_run_name",
     "check_memory",
+    "check_n_jobs",
+    "MAX_JOBS",
     "physical_memory",
     "MEMORY_FRACTION",
 ]
@@ -184,6 +186,16 @@ def check_memory(what: str, nbytes: float, hint: str = "") -> None:
             f"machine's {_gigabytes(total)} (the limit for one environment, agent or stream)"
             + (f"; {hint}" if hint else "")
         )
+
+
+#: The most parallel jobs a run may ask for (processes on this machine, or workers of a local Dask cluster): more
+#: would only start idle processes, or exhaust the machine before the first round.
+MAX_JOBS = 1024
+
+
+def check_n_jobs(value: Any, name: str = "n_jobs") -> int:
+    """Return ``value`` as the number of parallel jobs: an integer in ``[1, MAX_JOBS]``."""
+    return check_int(name, value, low=1, high=MAX_JOBS)
 
 
 def check_index(name: str, value: Any, size: int, *, non_integer: type[Exception] = TypeError) -> int:

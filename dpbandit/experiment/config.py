@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from dpbandit.experiment.environments import make_env
-from dpbandit.validation import check_choice, check_int, check_run_name
+from dpbandit.validation import check_choice, check_int, check_n_jobs, check_run_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -162,7 +162,7 @@ class ExperimentConfig:
         _check_unique("agent", [a.label for a in agents])
         object.__setattr__(self, "agents", agents)
         object.__setattr__(self, "seeds", parse_seeds(self.seeds))
-        check_int("n_jobs", self.n_jobs, low=1)
+        check_n_jobs(self.n_jobs)
         check_choice("batch", self.batch, BATCH_MODES)
         if self.checkpoints is not None:
             check_int("checkpoints", self.checkpoints, low=2)

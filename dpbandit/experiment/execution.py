@@ -291,8 +291,8 @@ def _execute_dask(run_job, jobs, done, n_jobs, dask_address, channel) -> None:
         # warnings of a cluster stopped early (Ctrl-C: cancelled tasks, workers killed) would bury the one line
         with warnings.catch_warnings():  # its HTTP routes (no dashboard) fall back to a free port: not the user's
             warnings.filterwarnings("ignore", message=r"Port \d+ is already in use")
-            cluster = LocalCluster(n_workers=n_jobs, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=logging.CRITICAL)
+            cluster = LocalCluster(n_workers=min(n_jobs, len(jobs)), threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.CRITICAL)
     client = DaskClient(cluster if cluster is not None else dask_address)
     try:
         if cluster is not None:  # every worker is up once LocalCluster returns: all watch the driver from now

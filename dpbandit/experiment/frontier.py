@@ -56,7 +56,7 @@ from dpbandit.experiment.results import package_versions, write_atomic, write_js
 from dpbandit.experiment.rundir import LOCK_FILE
 from dpbandit.experiment.runner import run_experiment
 from dpbandit.privacy.report import CORRECT
-from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_run_name
+from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_n_jobs, check_run_name
 
 __all__ = ["EPSILONS", "HORIZONS", "QUICK", "RESULT_COLUMNS", "FrontierConfig", "FrontierResult", "run_frontier",
            "frontier_table", "first_epsilon_beating", "beating_lines", "plot_frontier", "main"]
@@ -150,7 +150,7 @@ class FrontierConfig:
                 raise ValueError(f"agent_params names {n!r}, which is neither in agents nor in references")
             if {"epsilon", "delta"} & set(params):
                 raise ValueError(f"agent_params[{n!r}] must not set epsilon or delta (set by the sweep)")
-        check_int("n_jobs", self.n_jobs, low=1)
+        check_n_jobs(self.n_jobs)
         check_choice("batch", self.batch, BATCH_MODES)
         check_int("checkpoints", self.checkpoints, low=2)
         check_run_name(self.name)

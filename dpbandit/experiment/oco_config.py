@@ -36,7 +36,7 @@ from dpbandit.optim.registry import (
     with_known_constants,
 )
 from dpbandit.seeding import stream
-from dpbandit.validation import check_int, check_real, check_run_name
+from dpbandit.validation import check_int, check_n_jobs, check_real, check_run_name
 
 __all__ = ["PROBLEMS", "LearnerSpec", "OCOConfig", "default_learners"]
 
@@ -103,7 +103,7 @@ class OCOConfig:
         check_real("noise_std", self.noise_std, low=0.0)
         check_real("theta_norm", self.theta_norm, low=0.0, low_inclusive=False)
         check_int("checkpoints", self.checkpoints, low=2)
-        check_int("n_jobs", self.n_jobs, low=1)
+        check_n_jobs(self.n_jobs)
         check_run_name(self.name)
         for problem in problems:
             self.stream(problem)  # refuses up front a stream that cannot fit in memory

@@ -58,3 +58,12 @@ def test_replay_checks_its_output_and_seeds_before_any_work(tmp_path, capsys):
     one_line_error(capsys.readouterr().err, "is a folder, not a file")  # before replaying: no estimator warning came first
     assert main(["replay", str(log), "--agent", "random", "--seeds", "1000000000000"]) == 2
     one_line_error(capsys.readouterr().err, "--seeds must be in [1, 1000]")
+
+
+@pytest.mark.parametrize("command", [["run"], ["frontier", "--quick"], ["oco", "--quick"],
+                                     ["reproduce", "table-5.1", "--quick"], ["reproduce", "figure-5.1", "--quick"]])
+def test_an_absurd_number_of_parallel_jobs_is_refused_before_any_work(command, tmp_path, capsys):
+    """Before: ``--n-jobs 1000000000000`` was accepted (a local Dask cluster would have started that many workers)."""
+    assert main([*command, "--n-jobs", "1000000000000", "--out", str(tmp_path)]) == 2
+    one_line_error(capsys.readouterr().err, "n_jobs", "[1, 1024]")
+    assert list(tmp_path.iterdir()) == []

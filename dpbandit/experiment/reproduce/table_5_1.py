@@ -66,7 +66,7 @@ from dpbandit.optim.frank_wolfe import CALIBRATIONS, DPTOFW, PublishedSettingWar
 from dpbandit.optim.sco_baselines import NoisySFW, NoisySGD
 from dpbandit.privacy.report import PUBLISHED_CODE_SETTING
 from dpbandit.seeding import stream
-from dpbandit.validation import check_choice, check_epsilon, check_int, check_run_name
+from dpbandit.validation import check_choice, check_epsilon, check_int, check_n_jobs, check_run_name
 
 __all__ = ["PUBLISHED", "GRIDS", "Table51Config", "QUICK", "run_table_5_1", "main"]
 
@@ -114,7 +114,7 @@ class Table51Config:
         check_epsilon(self.epsilon)
         check_choice("calibration", self.calibration, CALIBRATIONS)
         check_int("sgd_max_horizon", self.sgd_max_horizon, low=0)
-        check_int("n_jobs", self.n_jobs, low=1)
+        check_n_jobs(self.n_jobs)
         check_choice("theta", self.theta, THETAS)
         check_run_name(self.name)
         RegressionStream(max(self.dims), max(self.horizons), theta="code")  # refuses up front what cannot fit
