@@ -2,8 +2,8 @@
 ``docs/episodic-agents.md``).
 
 **Schedule** (:class:`EpisodeSchedule`, public and data-independent): users t = 0, 1, ..., T-1 are split into
-episodes ell = 0, 1, ... of ``first * 2**ell`` users (the last one truncated at the horizon T); episode ell holds
-users ``first (2**ell - 1) <= t < first (2**(ell+1) - 1)``.
+episodes ell = 0, 1, ... of ``first * r**ell`` users (growth r, an integer >= 1, default 2: doubling; the last one
+truncated at the horizon T); with r = 2 episode ell holds users ``first (2**ell - 1) <= t < first (2**(ell+1) - 1)``.
 
 **Curator** (:class:`EpisodicCurator`, the data-touching half of a :class:`~dpbandit.agents.private.PrivateAgent`):
 buffers the current episode's served users — the played feature row ``x = observation[arm]`` (d,) (for the disjoint
@@ -56,22 +56,32 @@ def default_first_episode(n_arms: int, dim: int, structure: str) -> int:
 
 @dataclass(frozen=True)
 class EpisodeSchedule:
-    """Doubling episodes over a horizon of T users: episode ell has ``first * 2**ell`` users, the last truncated.
+    """Geometric episodes over a horizon of T users: episode ell has ``first * growth**ell`` users, the last
+    truncated (``growth`` = 2: doubling, the default; 1: episodes of ``first`` users each).
 
-    ``horizon`` T >= 1 and ``first`` >= 1 are public integers (validated). Users are indexed t = 0, ..., T-1.
+    ``horizon`` T >= 1, ``first`` >= 1 and ``growth`` >= 1 are public integers (validated). Users are indexed
+    t = 0, ..., T-1.
     """
 
     horizon: int
     first: int = 1
+    growth: int = 2
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "horizon", check_int("horizon", self.horizon, low=1))
         object.__setattr__(self, "first", check_int("first", self.first, low=1))
+        object.__setattr__(self, "growth", check_int("growth", self.growth, low=1))
 
     def start(self, episode: int) -> int:
-        """Index of the first user of ``episode`` (min(first (2**ell - 1), T))."""
+        """Index of the first user of ``episode``: ``min(first (r**ell - 1) / (r - 1), T)`` (``first ell`` for
+        r = 1), in exact integer arithmetic."""
         episode = check_int("episode", episode, low=0)
-        return min(self.first * ((1 << episode) - 1), self.horizon)
+        r = self.growth
+        if r == 1:
+            return min(self.first * episode, self.horizon)
+        if episode > self.horizon.bit_length():  # r**ell - 1 >= 2**ell - 1 > T: past the horizon
+            return self.horizon
+        return min(self.first * ((r**episode - 1) // (r - 1)), self.horizon)
 
     def end(self, episode: int) -> int:
         """One past the last user of ``episode``: ``min(first (2**(ell+1) - 1), T)``; its release follows user
@@ -85,7 +95,14 @@ class EpisodeSchedule:
     def episode_of(self, t: int) -> int:
         """The episode of user ``t`` in [0, T)."""
         t = check_int("t", t, low=0, high=self.horizon - 1)
-        return (t // self.first + 1).bit_length() - 1
+        if self.growth == 2:
+            return (t // self.first + 1).bit_length() - 1
+        if self.growth == 1:
+            return t // self.first
+        episode = 0  # at most log_r(T) + 1 steps
+        while self.start(episode + 1) <= t:
+            episode += 1
+        return episode
 
     @property
     def n_episodes(self) -> int:
@@ -95,6 +112,8 @@ class EpisodeSchedule:
     @property
     def max_length(self) -> int:
         """The longest episode (the buffer size an episodic curator needs)."""
+        if self.growth == 1:
+            return min(self.first, self.horizon)
         return max(self.length(e) for e in range(self.n_episodes))
 
     def boundaries(self) -> tuple[int, ...]:
@@ -104,7 +123,8 @@ class EpisodeSchedule:
     def describe(self) -> str:
         ends = self.boundaries()
         shown = ", ".join(map(str, ends)) if len(ends) <= 8 else f"{', '.join(map(str, ends[:6]))}, ..., {ends[-1]}"
-        return (f"doubling episodes of {self.first} * 2^ell users (public, data-independent; last truncated at "
+        kind = {1: "equal", 2: "doubling"}.get(self.growth, "geometric")
+        return (f"{kind} episodes of {self.first} * {self.growth}^ell users (public, data-independent; last truncated at "
                 f"T = {self.horizon}): {self.n_episodes} releases, after users {shown}")
 
 
