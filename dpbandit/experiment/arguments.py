@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import NoReturn
 
-__all__ = ["Distinct", "OneLineParser"]
+__all__ = ["Distinct", "OneLineParser", "add_allow_long"]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -30,3 +30,10 @@ class Distinct(argparse.Action):
         if len(set(values)) != len(values):
             parser.error(f"argument {option_string}: values must not repeat, got {' '.join(map(str, values))}")
         setattr(namespace, self.dest, values)
+
+
+def add_allow_long(parser: argparse.ArgumentParser) -> None:
+    """``--allow-long``: the escape from the planned-time refusal (:mod:`dpbandit.experiment.planning`), the same
+    flag on every command whose run is planned before any work."""
+    parser.add_argument("--allow-long", dest="allow_long", action="store_true",
+                        help="run even when the estimated time exceeds a week (refused otherwise, before any work)")

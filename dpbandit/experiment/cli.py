@@ -112,7 +112,7 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from dpbandit import __version__
-    from dpbandit.experiment.arguments import OneLineParser
+    from dpbandit.experiment.arguments import OneLineParser, add_allow_long
 
     parser = OneLineParser(
         prog="dpbandit",
@@ -133,8 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="auto: seeds of agents with a batched form run in lockstep, same results (the default); "
                           "off: every seed alone (overrides the config)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar (and no planned-work line)")
-    run.add_argument("--allow-long", dest="allow_long", action="store_true",
-                     help="run even when the estimated time exceeds a week (refused otherwise, before any work)")
+    add_allow_long(run)
     run.add_argument(
         "--fresh", action="store_true", help="discard an earlier run of this name instead of resuming it"
     )

@@ -41,6 +41,7 @@ import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, hyperparameters, make_agent
+from dpbandit.experiment.arguments import add_allow_long
 from dpbandit.experiment.config import BATCH_MODES, AgentSpec, EnvSpec, ExperimentConfig, make_env, parse_seeds
 from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.frontier_report import (
@@ -249,11 +250,12 @@ def _check_outer(run_dir: Path, name: str) -> None:
 
 
 def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progress: bool = True, *,
-                 fresh: bool = False) -> FrontierResult:
+                 fresh: bool = False, allow_long: bool = False) -> FrontierResult:
     """Run the sweep ``fc`` into ``<out>/<fc.name>`` (default ``out``: ``fc.out``; False: in memory).
 
     The jobs run through :func:`~dpbandit.experiment.runner.run_experiment` in ``<run dir>/sweep``: re-running the
-    same sweep resumes it (finished jobs are read back); a different sweep there is refused unless ``fresh``.
+    same sweep resumes it (finished jobs are read back); a different sweep there is refused unless ``fresh``. A
+    sweep planned at more than a week is refused before any work unless ``allow_long``.
     """
     if not isinstance(fc, FrontierConfig):
         raise TypeError(f"fc must be a FrontierConfig, got {type(fc).__name__}")
@@ -263,7 +265,8 @@ def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progr
     run_dir = None if out is False else Path(fc.out if out in (None, True) else out) / fc.name
     if run_dir is not None:
         _check_outer(run_dir, fc.name)
-    result = run_experiment(config, out=False if run_dir is None else run_dir, progress=progress, fresh=fresh)
+    result = run_experiment(config, out=False if run_dir is None else run_dir, progress=progress, fresh=fresh,
+                            allow_long=allow_long)
     results = result.results.copy()
     horizon_of = {fc.env_label(T): T for T in fc.horizons}
     mapped = results["agent"].map(labels)
@@ -335,6 +338,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tiny grid (epsilon 1, 16, inf; T = 500, 2000; 2 seeds): well under a minute")
     parser.add_argument("--fresh", action="store_true", help="discard an earlier sweep of this name, do not resume")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_allow_long(parser)
 
 
 def config_from_args(args: argparse.Namespace) -> FrontierConfig:
@@ -352,7 +356,8 @@ def config_from_args(args: argparse.Namespace) -> FrontierConfig:
 
 def cli_command(args: argparse.Namespace) -> int:
     """Run the sweep described by parsed :func:`add_arguments` options and print where everything went."""
-    result = run_frontier(config_from_args(args), progress=not args.no_progress, fresh=args.fresh)
+    result = run_frontier(config_from_args(args), progress=not args.no_progress, fresh=args.fresh,
+                          allow_long=args.allow_long)
     with pd.option_context("display.width", 140, "display.max_columns", 20):
         cols = ["agent", "epsilon", "horizon", "seeds", "final_regret_mean", "final_regret_ci95", "guarantee"]
         print(result.frontier[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))

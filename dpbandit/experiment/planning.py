@@ -144,9 +144,10 @@ def seconds_per_round(env, agent, seed: int, budget: float = 0.5) -> float:
     return (stamps[-1] - stamps[half - 1]) / (len(stamps) - half)
 
 
-def check_duration(what: str, rounds: int, seconds: float, allow_long: bool = False) -> None:
-    """``ValueError`` stating the estimate when ``rounds`` rounds estimated at ``seconds`` exceed :data:`MAX_SECONDS`
-    and ``allow_long`` is False (the commands that run their own loops: ``reproduce fliphat``)."""
+def check_duration(what: str, rounds: int, seconds: float, allow_long: bool = False, unit: str = "rounds") -> None:
+    """``ValueError`` stating the estimate when ``rounds`` rounds (or other ``unit`` of work) estimated at
+    ``seconds`` exceed :data:`MAX_SECONDS` and ``allow_long`` is False (the commands that run their own loops:
+    ``reproduce fliphat``, ``reproduce table-5.1``)."""
     if seconds > MAX_SECONDS and not allow_long:
-        raise ValueError(f"{what}: {rounds:,} rounds, about {duration(seconds)}: more than the {duration(MAX_SECONDS)} "
+        raise ValueError(f"{what}: {rounds:,} {unit}, about {duration(seconds)}: more than the {duration(MAX_SECONDS)} "
                          "a run may take; lower the horizon or the seeds, or pass --allow-long to run it anyway")

@@ -67,3 +67,13 @@ def test_an_absurd_number_of_parallel_jobs_is_refused_before_any_work(command, t
     assert main([*command, "--n-jobs", "1000000000000", "--out", str(tmp_path)]) == 2
     one_line_error(capsys.readouterr().err, "n_jobs", "[1, 1024]")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["run"], ["frontier"], ["reproduce", "table-5.1"], ["reproduce", "figure-5.1"],
+                                     ["reproduce", "fliphat"]])
+def test_every_command_whose_refusal_names_allow_long_accepts_it(command, capsys):
+    """Before: frontier and figure-5.1 refused a run of more than a week with "pass --allow-long", a flag they did
+    not have; table-5.1 had neither an estimate nor the flag."""
+    with pytest.raises(SystemExit) as exit_:
+        main([*command, "--help"])
+    assert exit_.value.code == 0 and "--allow-long" in capsys.readouterr().out

@@ -212,3 +212,22 @@ def test_ratio_to_published_interval_covers_at_its_level():
         hits += ratio_to_published(published.mean(), published.std(ddof=1), 10, ours, n_boot=2000, seed=k).excludes(
             1.0) is False
     assert 0.88 <= hits / 300 <= 0.99
+
+
+def test_planned_work_counts_every_learner_step():
+    """T steps per streaming run and NoisySGD's n^2, over both columns, every scale of the grid, d and seed."""
+    from dpbandit.experiment.reproduce.table_5_1 import planned_work
+
+    small = Table51Config(horizons=(100,), dims=(5,), ps=(math.inf,), seeds=1, sgd_max_horizon=0)
+    assert planned_work(small) == (2 * len(GRIDS[("OFW", math.inf)]) * 100, None)  # below CALIBRATE_ROUNDS: no estimate
+    sgd = dataclasses.replace(small, sgd_max_horizon=1000)
+    steps, seconds = planned_work(sgd)
+    assert steps == 2 * len(GRIDS[("NoisySGD", math.inf)]) * 100**2 + 2 * len(GRIDS[("OFW", math.inf)]) * 100
+    assert 0 < seconds < 600
+
+
+def test_a_grid_of_more_than_a_week_is_refused_before_any_work(tmp_path, capsys):
+    assert main(["--horizons", "1000000", "--seeds", "10000", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "learner steps, about" in err and "--allow-long" in err, err
+    assert list(tmp_path.iterdir()) == []

@@ -48,6 +48,7 @@ import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, make_agent
+from dpbandit.experiment.arguments import add_allow_long
 from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
 from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.plots import plot_regret
@@ -250,16 +251,18 @@ def reproduce(
     agents: tuple[str, ...] | None = None,
     progress: bool = True,
     fresh: bool = False,
+    allow_long: bool = False,
 ) -> Figure51Result:
     """Run the Figure 5.1 experiment (``quick``: :data:`QUICK`, else :data:`PAPER`; explicit arguments override)
-    into ``<out>/figure-5.1[-quick]`` (``out=False``: in memory) and write the figure, comparison and summary."""
+    into ``<out>/figure-5.1[-quick]`` (``out=False``: in memory) and write the figure, comparison and summary. A run
+    planned at more than a week is refused before any work unless ``allow_long``."""
     base = QUICK if quick else PAPER
     settings = {k: v for k, v in dict(seeds=seeds, horizon=horizon, epsilon=epsilon, arms=arms).items()
                 if v is not None}
     settings = {**base, **settings}
     config = figure_config(n_jobs=n_jobs, agents=agents, name="figure-5.1-quick" if quick else "figure-5.1",
                            **settings)
-    run = run_experiment(config, out=out, progress=progress, fresh=fresh)
+    run = run_experiment(config, out=out, progress=progress, fresh=fresh, allow_long=allow_long)
     private = private_labels(config)
     comparison = compare_to_random(run.results, private)
     summary = format_summary(comparison, settings["horizon"])
@@ -284,6 +287,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--arms", type=int, nargs="+", choices=sorted(ENV_IDS), help="values of K (default 2 5)")
     parser.add_argument("--fresh", action="store_true", help="discard an earlier run in the same folder")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_allow_long(parser)
     return parser
 
 
@@ -291,7 +295,7 @@ def run_cli(args: argparse.Namespace) -> int:
     """Run from parsed :func:`add_arguments` options; prints the summary and the files."""
     result = reproduce(quick=args.quick, out=args.out, n_jobs=args.n_jobs, seeds=args.seeds, horizon=args.horizon,
                        epsilon=args.epsilon, arms=tuple(args.arms) if args.arms else None,
-                       progress=not args.no_progress, fresh=args.fresh)
+                       progress=not args.no_progress, fresh=args.fresh, allow_long=args.allow_long)
     print(result.summary)
     print(f"\nFigure:           {result.figure_path}")
     print(f"Comparison table: {result.comparison_path}")

@@ -291,7 +291,7 @@ def _reproduce(settings: dict, progress: bool):
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``dpbandit reproduce fliphat`` (one-line usage errors)."""
-    from dpbandit.experiment.arguments import Distinct, OneLineParser
+    from dpbandit.experiment.arguments import Distinct, OneLineParser, add_allow_long
 
     parser = OneLineParser(prog="dpbandit reproduce fliphat", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="CI variant: K = 2, T = 1000, 2 seeds, eps 1 and 5")
@@ -301,8 +301,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--epsilons", type=float, nargs="+", action=Distinct, help="epsilons (default 0.5 1 2 5)")
     parser.add_argument("--arms", type=int, nargs="+", action=Distinct, help="values of K (default 2 3)")
     parser.add_argument("--no-progress", action="store_true", help="no progress lines")
-    parser.add_argument("--allow-long", dest="allow_long", action="store_true",
-                        help="run even when the estimated time exceeds a week (refused otherwise, before any work)")
+    add_allow_long(parser)
     return parser
 
 

@@ -56,23 +56,22 @@ from dpbandit.experiment.reproduce.table_5_1_published import (
     Instance,
     derive_instances,
 )
+from dpbandit.experiment.reproduce.table_5_1_report import summarise, to_markdown
 from dpbandit.experiment.config import MAX_SEEDS
 from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.execution import execute_jobs
+from dpbandit.experiment.planning import CALIBRATE_ROUNDS, check_duration, duration
 from dpbandit.experiment.results import package_versions, write_atomic, write_json_atomic
 from dpbandit.experiment.rundir import claim_run_dir, run_lock
-from dpbandit.experiment.stats import ratio_to_published
 from dpbandit.optim.frank_wolfe import CALIBRATIONS, DPTOFW, PublishedSettingWarning
 from dpbandit.optim.sco_baselines import NoisySFW, NoisySGD
 from dpbandit.privacy.report import PUBLISHED_CODE_SETTING
 from dpbandit.seeding import stream
 from dpbandit.validation import check_choice, check_epsilon, check_int, check_n_jobs, check_run_name
 
-__all__ = ["PUBLISHED", "GRIDS", "Table51Config", "QUICK", "run_table_5_1", "main"]
+__all__ = ["PUBLISHED", "GRIDS", "Table51Config", "QUICK", "run_table_5_1", "planned_work", "main"]
 
 INF = math.inf
-#: Number of seeds behind each published mean (docs/derivations.md#table-51).
-PUBLISHED_SEEDS = 10
 #: Choices of ``theta``: derived from the published numbers per d, or one candidate at every d.
 THETAS: tuple[str, ...] = ("derived", *CANDIDATES)
 #: lr-scale grids of execute.sh per (algo, p).
@@ -155,6 +154,42 @@ def _learner(algo: str, column: str, horizon: int, d: int, p: float, scale: floa
 _REPORTS: dict[tuple, object] = {}
 
 
+def planned_work(config: Table51Config) -> tuple[int, float | None]:
+    """The grid's learner steps (T per streaming run; NoisySGD's n^2 = T^2) and, from :data:`CALIBRATE_ROUNDS`
+    steps on, their wall time on this machine over ``n_jobs`` processes: each (algorithm, p) timed at the largest d
+    on a short stream (the correct column; the published one costs the same steps)."""
+    work: dict[tuple[str, float], int] = {}
+    for horizon in config.horizons:
+        for p in config.ps:
+            for algo in config.algorithms(horizon, p):
+                runs = 2 * len(GRIDS[(algo, p)]) * len(config.dims) * config.seeds
+                work[(algo, p)] = work.get((algo, p), 0) + runs * (horizon * horizon if algo == "NoisySGD" else horizon)
+    steps = sum(work.values())
+    if steps < CALIBRATE_ROUNDS:
+        return steps, None
+    d = max(config.dims)
+    seconds = sum(n * _seconds_per_step(algo, p, d, config) for (algo, p), n in work.items())
+    return steps, seconds / _workers(config)
+
+
+def _workers(config: Table51Config) -> int:
+    return min(config.n_jobs, len(config.horizons) * len(config.dims) * len(config.ps) * config.seeds)
+
+
+def _seconds_per_step(algo: str, p: float, d: int, config: Table51Config) -> float:
+    """Seconds per step of ``algo``: NoisySGD's n^2 = 1,600 steps (all at its last sample), else the second half
+    of 400 updates (the first ones pay for loading compiled kernels)."""
+    n = 40 if algo == "NoisySGD" else 400
+    data = RegressionStream(d, n, p=p, theta="code", sparsity=1).draw(0)
+    learner = _learner(algo, "correct", n, d, p, GRIDS[(algo, p)][0], 0, config)
+    timed_from = 0 if algo == "NoisySGD" else n // 2
+    for i, (x, y) in enumerate(zip(data.x, data.y)):
+        if i == timed_from:
+            start = time.perf_counter()
+        learner.update(x, y)
+    return (time.perf_counter() - start) / (n * n if algo == "NoisySGD" else n - timed_from)
+
+
 def _run_job(config: Table51Config, job: tuple) -> tuple[list[dict], set[str]]:
     return _run_cell(config, *job)
 
@@ -189,100 +224,6 @@ def _run_cell(config: Table51Config, horizon: int, d: int, p: float, seed: int,
     return rows, warned
 
 
-def _fmt(mean: float, std: float) -> str:
-    return f"{mean:.3g}±{std:.3g}"
-
-
-def summarise(results: pd.DataFrame) -> pd.DataFrame:
-    """One row per (T, d, p, algo): published numbers and, per column, the best scale by mean risk with
-    mean ± std (over seeds) of Risk, SubOpt and Time at that scale."""
-    stats = (results.groupby(["T", "d", "p", "algo", "column", "lr_scale"])[["risk", "subopt", "seconds"]]
-             .agg(["mean", "std"]))
-    stats.columns = [f"{a}_{b}" for a, b in stats.columns]
-    stats = stats.reset_index()
-    best = stats.loc[stats.groupby(["T", "d", "p", "algo", "column"])["risk_mean"].idxmin()]
-    rows = []
-    for (horizon, d, p, algo), group in best.groupby(["T", "d", "p", "algo"], sort=True):
-        row = dict(T=horizon, d=d, p="inf" if math.isinf(p) else f"{p:g}", algo=algo)
-        pub = PUBLISHED.get((horizon, d, p, algo))
-        for k, metric in enumerate(("risk", "subopt", "time")):
-            row[f"{metric}_published"] = _fmt(pub[2 * k], pub[2 * k + 1]) if pub else "not published"
-            for column, tag in (("published", "rerun_NOT_PRIVATE"), ("correct", "correct")):
-                sel = group[group["column"] == column]
-                key = "seconds" if metric == "time" else metric
-                row[f"{metric}_{tag}"] = (_fmt(sel[f"{key}_mean"].iloc[0], sel[f"{key}_std"].iloc[0])
-                                          if len(sel) else "not run")
-        for column, tag in (("published", "rerun_NOT_PRIVATE"), ("correct", "correct")):
-            sel = group[group["column"] == column]
-            row[f"scale_{tag}"] = float(sel["lr_scale"].iloc[0]) if len(sel) else float("nan")
-            row[f"risk_mean_{tag}"] = float(sel["risk_mean"].iloc[0]) if len(sel) else float("nan")
-        row["risk_mean_published"] = pub[0] if pub else float("nan")
-        row.update(_reproduced(results, horizon, d, p, algo, row["scale_rerun_NOT_PRIVATE"], pub))
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _reproduced(results: pd.DataFrame, horizon: int, d: int, p: float, algo: str, scale: float,
-                pub: tuple | None) -> dict:
-    """Ratio published / rerun of the mean risk at the rerun's best scale, its 95% interval and the verdict."""
-    nan = float("nan")
-    sel = results[(results["T"] == horizon) & (results["d"] == d) & (results["p"] == p) & (results["algo"] == algo)
-                  & (results["column"] == "published") & (results["lr_scale"] == scale)]
-    if pub is None or sel.empty:
-        return dict(ratio_published_rerun=nan, ratio_low=nan, ratio_high=nan,
-                    reproduced="not published" if pub is None else "not run")
-    interval = ratio_to_published(pub[0], pub[1], PUBLISHED_SEEDS, sel["risk"].to_numpy())
-    if not interval.determined:
-        verdict = f"undetermined ({interval.n} seed)"
-    elif interval.low <= 1.0 <= interval.high:
-        verdict = "consistent"
-    else:
-        verdict = "not reproduced: published " + ("higher" if interval.low > 1.0 else "lower")
-    return dict(ratio_published_rerun=interval.estimate, ratio_low=interval.low, ratio_high=interval.high,
-                reproduced=verdict)
-
-
-def to_markdown(table: pd.DataFrame, config: Table51Config) -> str:
-    """The table in the paper's layout, three columns per metric."""
-    cols = ["T", "d", "p", "algo"]
-    heads = ["T", "d", "p", "algo"]
-    for metric, name in (("risk", "Risk"), ("subopt", "SubOpt"), ("time", "Time (s)")):
-        for tag, label in (("published", "published"), ("rerun_NOT_PRIVATE", "published calibration, NOT PRIVATE"),
-                           ("correct", f"correct, ε={config.epsilon:g}")):
-            cols.append(f"{metric}_{tag}")
-            heads.append(f"{name}: {label}")
-    cols += ["scale_rerun_NOT_PRIVATE", "scale_correct", "ratio", "reproduced"]
-    heads += ["best scale (NOT PRIVATE rerun)", "best scale (correct)", "Risk published/rerun [95% CI]",
-              "published calibration reproduced?"]
-    table = table.assign(ratio=[f"{r:.3g} [{lo:.3g}, {hi:.3g}]" if math.isfinite(lo) else "-"
-                                for r, lo, hi in zip(table["ratio_published_rerun"], table["ratio_low"],
-                                                     table["ratio_high"])])
-    counts = table["reproduced"].value_counts()
-    lines = [
-        f"# Table 5.1 of Han et al., published vs correctly calibrated ({config.calibration} calibration)",
-        "",
-        f"Published column: {PUBLISHED_SOURCE}. The middle column reruns the published code's calibration and is",
-        f"labelled '{PUBLISHED_CODE_SETTING}': it does not meet the stated ε. The right column is (ε={config.epsilon:g},",
-        "δ=1/T)-DP. Mean ± std over seeds at the best lr scale by mean risk; times are this",
-        "implementation's.",
-        "",
-        "Instance theta* per d (derived from the published Risk and SubOpt: Risk(0) = Risk* + (Risk - Risk*)/SubOpt):",
-        *[f"- {instance.describe()}" for instance in config.instances().values()],
-        "",
-        "Reproduced? Ratio published/rerun of the mean risk at the rerun's best scale, 95% bootstrap interval over",
-        f"our {config.seeds} seeds and the published mean's standard error (its sd/sqrt({PUBLISHED_SEEDS})). "
-        "Consistent when the interval contains 1: "
-        + ", ".join(f"{k}: {v}" for k, v in counts.items()) + ".",
-        "",
-        "| " + " | ".join(heads) + " |",
-        "|" + "---|" * len(heads),
-    ]
-    for _, row in table.iterrows():
-        lines.append("| " + " | ".join(f"{row[c]:g}" if isinstance(row[c], float) else str(row[c]) for c in cols)
-                     + " |")
-    return "\n".join(lines) + "\n"
-
-
 @dataclasses.dataclass(frozen=True)
 class Table51Result:
     results: pd.DataFrame
@@ -291,11 +232,21 @@ class Table51Result:
 
 
 def run_table_5_1(config: Table51Config = Table51Config(), out: str | Path | None = "runs",
-                  progress: bool = True) -> Table51Result:
+                  progress: bool = True, allow_long: bool = False) -> Table51Result:
     """Run the grid of ``config`` (cells in parallel over ``n_jobs`` processes); write the run directory
-    ``<out>/<config.name>`` unless ``out`` is None. A previous reproduction of the same name is overwritten."""
+    ``<out>/<config.name>`` unless ``out`` is None. A previous reproduction of the same name is overwritten. The
+    planned work (:func:`planned_work`) is printed with ``progress``; more than a week of it is refused before any
+    work unless ``allow_long``."""
     if not isinstance(config, Table51Config):
         raise TypeError(f"config must be a Table51Config, got {type(config).__name__}")
+    steps, seconds = planned_work(config)
+    if seconds is not None:
+        check_duration(config.name, steps, seconds, allow_long, unit="learner steps")
+    if progress:
+        workers = _workers(config)
+        about = "" if seconds is None else f"; about {duration(seconds)} with {workers} parallel job" + (
+            "s" if workers > 1 else "")
+        print(f"{config.name}: {steps:,} learner steps{about}", flush=True)
     if out is None:
         return _run(config, None, progress)
     run_dir = claim_run_dir(Path(out) / config.name, "reproduce table-5.1")
@@ -346,7 +297,7 @@ def _run(config: Table51Config, run_dir: Path | None, progress: bool) -> Table51
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from dpbandit.experiment.arguments import OneLineParser
+    from dpbandit.experiment.arguments import OneLineParser, add_allow_long
 
     parser = OneLineParser(prog="dpbandit reproduce table-5.1", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small subset for CI (T=1000, d=5 and 20, 3 seeds)")
@@ -364,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="theta* of the stream: derived per d from the published numbers (default), or one "
                              "candidate at every d")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_allow_long(parser)
     return parser
 
 
@@ -378,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
             changes[key] = tuple(changes[key])
     try:
         config = dataclasses.replace(base, **changes)
-        result = run_table_5_1(config, out=args.out, progress=not args.no_progress)
+        result = run_table_5_1(config, out=args.out, progress=not args.no_progress, allow_long=args.allow_long)
     except EXPECTED as exc:
         return report("dpbandit reproduce table-5.1", exc)
     print(to_markdown(result.table, config))
