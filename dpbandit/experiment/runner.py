@@ -158,13 +158,13 @@ def _run_job(config: ExperimentConfig, job: tuple[int, int, int]) -> tuple[pd.Da
     env = make_env(env_spec.id, **env_spec.kwargs)
     try:
         agent = make_agent(spec.type, env, **spec.params)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         frame = simulate(env, agent, seed, config.checkpoints)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         rounds = int(env.unwrapped.constants.horizon)
     finally:
         env.close()
-    return _job_output(config, job, frame, agent, seconds, rounds, 1)
+    return _job_output(config, job, frame, agent, (seconds, cpu), rounds, 1)
 
 
 def _run_unit(config: ExperimentConfig, unit: tuple[int, int, tuple[int, ...]]) -> list[tuple[tuple, tuple]]:
@@ -177,17 +177,19 @@ def _run_unit(config: ExperimentConfig, unit: tuple[int, int, tuple[int, ...]]) 
     from dpbandit.experiment.batch import simulate_batch_agents  # batch imports this module
 
     env_spec, spec = config.envs[env_index], config.agents[agent_index]
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     frames, agents = simulate_batch_agents(env_spec, AgentSpec(spec.type, spec.label, spec.params), seeds,
                                            config.checkpoints)
-    seconds = (time.perf_counter() - start) / len(seeds)  # a lockstep run's wall time, shared equally
+    # a lockstep run's wall and CPU time, shared equally
+    seconds = ((time.perf_counter() - start) / len(seeds), (time.process_time() - cpu) / len(seeds))
     rounds = int(agents[0].constants.horizon)
     return [((env_index, agent_index, seed), _job_output(config, (env_index, agent_index, seed), frame, agent,
                                                          seconds, rounds, len(seeds)))
             for seed, frame, agent in zip(seeds, frames, agents)]
 
 
-def _job_output(config, job, frame, agent, seconds, rounds, batch) -> tuple[pd.DataFrame, dict]:
+def _job_output(config, job, frame, agent, times, rounds, batch) -> tuple[pd.DataFrame, dict]:
+    """The job's frame and its metadata; ``times`` = (wall seconds, CPU seconds of the process: ``process_time``)."""
     env_index, agent_index, seed = job
     env_spec, spec = config.envs[env_index], config.agents[agent_index]
     frame.insert(0, "seed", seed)
@@ -201,7 +203,8 @@ def _job_output(config, job, frame, agent, seconds, rounds, batch) -> tuple[pd.D
         "params": dict(spec.params),
         "seed": seed,
         "rounds": rounds,
-        "seconds": seconds,
+        "seconds": times[0],
+        "cpu_seconds": times[1],
         "batch": batch,  # seeds run in lockstep with this one (1: alone)
         "private": is_private(report),  # from the guarantee, not the class: epsilon = inf runs are not private
         "privacy_report": None if report is None else report.to_dict(),
@@ -234,7 +237,9 @@ def _units(config: ExperimentConfig, todo: Sequence[tuple[int, int, int]],
 
 @dataclass(frozen=True)
 class RunResult:
-    """What :func:`run_experiment` produced. Paths are ``None`` for an in-memory run (no ``out``)."""
+    """What :func:`run_experiment` produced. Paths are ``None`` for an in-memory run (no ``out``). ``jobs``: every
+    job's metadata in configuration order (environment, agent, seed): labels, seconds, ``cpu_seconds``, rounds,
+    privacy report."""
 
     results: pd.DataFrame
     summary: pd.DataFrame
@@ -242,6 +247,7 @@ class RunResult:
     table_path: Path | None
     plot_path: Path | None
     resumed_jobs: int = 0
+    jobs: tuple[dict, ...] = ()
 
 
 def run_experiment(
@@ -359,7 +365,7 @@ def _run(config: ExperimentConfig, built: dict, run_dir: Path | None, progress: 
             files={**files, "plot": "regret.png", "jobs": "jobs/"},
         )
         write_json_atomic(run_dir / "manifest.json", manifest)
-    return RunResult(results, summary, run_dir, table_path, plot_path, resumed)
+    return RunResult(results, summary, run_dir, table_path, plot_path, resumed, tuple(metas))
 
 
 def _check_reachable_from_workers(config: ExperimentConfig) -> None:
