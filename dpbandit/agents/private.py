@@ -105,6 +105,12 @@ class PrivateAgent(Agent):
         self.curator = self._make_curator(stream(getattr(self, "_privacy_seed", 0), "privacy"))
         self._release = self.curator.release()
 
+    @property
+    def release(self) -> Any:
+        """The latest publication, which the action rule sees (read-only; :mod:`dpbandit.offline.policies` reads the
+        rule's action distribution from it)."""
+        return self._release
+
     def act(self, observation: np.ndarray) -> int:
         return type(self).action_rule(self._release, observation, self.rng)
 
