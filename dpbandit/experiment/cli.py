@@ -10,6 +10,8 @@
     dpbandit reproduce fliphat         FLIPHAT's experiment: published (NOT PRIVATE) vs correct calibration, DP-HDB
     dpbandit frontier [--quick]        privacy-regret frontier: final regret vs epsilon, with random/non-private lines
     dpbandit oco [--quick] [--fresh]   regret of the private OCO learners against the best point in hindsight
+    dpbandit bench [--quick]           the benchmark suite: private agents scored against random play and noise off
+                                       (--agent module:Class scores a new agent against the shipped reference)
     dpbandit replay LOG --agent TYPE   evaluate agents on logged data (replay, IPS, doubly robust)
     dpbandit envs                      registered environments with their parameters
     dpbandit agents                    available agent types
@@ -182,6 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     frontier.add_argument("options", nargs=argparse.REMAINDER, help="options of the frontier (--quick, --help)")
 
+    bench = sub.add_parser("bench", help="the benchmark suite of private agents: scorecard with ratios to random "
+                           "play and to noise off (--quick, --agent module:Class, --help)", add_help=False)
+    bench.add_argument("options", nargs=argparse.REMAINDER, help="options of the bench (--quick, --help)")
+
     replay = sub.add_parser("replay", help="evaluate agents on logged bandit data (replay, IPS, DR; --help)",
                             add_help=False)
     replay.add_argument("options", nargs=argparse.REMAINDER, help="LOG file and options (--agent TYPE, --help)")
@@ -191,7 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
 #: Subcommands with parsers of their own: everything after the name (``--help`` included) goes to their main()
 #: (``reproduce``: to the target's, :data:`dpbandit.experiment.reproduce.REPRODUCTIONS`).
 _DELEGATED = {"oco": "dpbandit.experiment.oco", "frontier": "dpbandit.experiment.frontier",
-              "replay": "dpbandit.experiment.replay_cli", "reproduce": "dpbandit.experiment.reproduce"}
+              "replay": "dpbandit.experiment.replay_cli", "reproduce": "dpbandit.experiment.reproduce",
+              "bench": "dpbandit.experiment.bench.cli"}
 
 
 def command_parsers() -> dict[str, argparse.ArgumentParser]:

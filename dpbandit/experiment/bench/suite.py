@@ -75,24 +75,25 @@ class Scenario:
         check_choice("size", size, _ALL_SIZES)
         return self.sizes[size]
 
-    def experiment(self, agents: Mapping[str, Any], size: str, *, seeds: int | None = None,
-                   epsilons: tuple[float, ...] | None = None, references: tuple[str, ...] = ("random",),
-                   n_jobs: int = 2) -> ExperimentConfig:
-        """The runner's configuration of this scenario: every agent of ``agents`` (label stem -> type: a registry
-        name, ``"module:Class"`` or a class) once per epsilon of the grid (or ``epsilons``) and once with
-        ``epsilon = inf``; agents given as ``label stem -> None`` have no epsilon and run once with their defaults;
-        ``references`` (non-private registry names) once. Run name = the scenario's name."""
+    def agent_specs(self, stem: str, agent_type: Any, epsilons: tuple[float, ...], *,
+                    noise_off: bool = True) -> list[AgentSpec]:
+        """Agent ``agent_type`` (a registry name, ``"module:Class"`` or a class) labelled ``"<stem> eps=<e>"`` once
+        per epsilon of ``epsilons`` and, with ``noise_off``, once with ``epsilon = inf``; with the hyperparameters
+        this scenario fixes for ``stem``. An empty ``epsilons`` and no ``noise_off``: one agent with its defaults,
+        labelled ``stem``."""
+        params = dict(self.agent_params.get(stem, {}))
+        grid = (*epsilons, *((math.inf,) if noise_off else ()))
+        if not grid:
+            return [AgentSpec(agent_type, stem, params)]
+        return [AgentSpec(agent_type, agent_label(stem, e), {**params, "epsilon": e}) for e in grid]
+
+    def experiment(self, agents: Mapping[str, Any], size: str, *, references: tuple[str, ...] = ("random",),
+                   seeds: int | None = None, n_jobs: int = 2) -> ExperimentConfig:
+        """The runner's configuration of this scenario at ``size``: every agent of ``agents`` (label stem -> type)
+        over the size's epsilon grid and noise off (:meth:`agent_specs`), then the non-private ``references``; the
+        run's name is the scenario's."""
         sz = self.size(size)
-        grid = tuple(epsilons) if epsilons is not None else sz.epsilons
-        specs = []
-        for stem, kind in agents.items():
-            agent_type, has_epsilon = kind if isinstance(kind, tuple) else (kind, True)
-            params = dict(self.agent_params.get(stem, {}))
-            if not has_epsilon:
-                specs.append(AgentSpec(agent_type, stem, params))
-                continue
-            for eps in (*grid, math.inf):
-                specs.append(AgentSpec(agent_type, agent_label(stem, eps), {**params, "epsilon": eps}))
+        specs = [spec for stem, kind in agents.items() for spec in self.agent_specs(stem, kind, sz.epsilons)]
         specs += [AgentSpec(name, name, dict(self.agent_params.get(name, {}))) for name in references]
         return ExperimentConfig(envs=(self.env_spec(size),), agents=tuple(specs),
                                 seeds=sz.seeds if seeds is None else seeds, n_jobs=n_jobs, checkpoints=CHECKPOINTS,
