@@ -12,6 +12,11 @@ structure every row is the context), the arm, and the reward clipped by
 calls the subclass's mechanisms once, ``_publish(X (n, d), arms (n,), rewards (n,)) -> release``, stores the
 read-only release and then **forgets** the episode: every user enters exactly one release.
 
+**Memory.** A curator whose release is a function of per-episode sums (:mod:`dpbandit.agents.episode_sums`) buffers
+``chunk`` users at most: each full chunk goes to the subclass's ``_absorb(X, arms, rewards)`` (which adds it to the
+episode's sums) and is wiped, and ``_publish`` gets the episode's last rows, so memory is O(chunk d) plus the sums
+instead of O(episode d). Without ``chunk`` the buffer holds the longest episode and ``_publish`` gets every row.
+
 **Privacy** (replace-one neighbours; privacy unit: one user = one round's context and reward). If each release is
 rho-zCDP (or a Gaussian mechanism of multiplier z) in the users of its own episode, the release stream is rho-zCDP
 in every user's data: a user's data enter one release directly (**parallel composition** over episodes), and later
@@ -170,8 +175,11 @@ class EpisodicCurator(Curator):
     Subclasses implement:
 
     * ``_publish(X, arms, rewards) -> release``: the mechanisms, on the episode's ``X`` (n, d) played rows,
-      ``arms`` (n,) int and clipped ``rewards`` (n,); the arrays are read-only views valid only during the call (the
-      buffer is wiped afterwards). The release must hold read-only arrays it owns.
+      ``arms`` (n,) int and clipped ``rewards`` (n,) not yet absorbed (all of the episode's without ``chunk``); the
+      arrays are read-only views valid only during the call (the buffer is wiped afterwards). The release must hold
+      read-only arrays it owns, and the subclass forgets the episode's sums.
+    * with ``chunk``, ``_absorb(X, arms, rewards)``: add a full chunk of the episode's rows (read-only views valid
+      only during the call) to the episode's sums.
     * ``_initial_release() -> release``: the data-independent release used before the first episode ends.
     * ``_record_release_cost(ledger, count)``: add the per-release mechanisms to ``ledger`` as parallel events of
       ``count`` releases (``parallel=True``), or a non-private event when the noise is off.
@@ -185,10 +193,12 @@ class EpisodicCurator(Curator):
         n_arms, dim: K and d of the (K, d) observations.
         context_norm, context_bound: the public bound every played row must satisfy (checked; a row beyond it raises).
         clip: the :class:`~dpbandit.agents.private.RewardClip` applied to every reward.
+        chunk: users buffered before ``_absorb`` (>= 1; the buffer holds min(chunk, longest episode)), or None (the
+            default): the buffer holds the longest episode and ``_absorb`` is never called.
     """
 
     def __init__(self, schedule: EpisodeSchedule, budget: EpisodicBudget, n_arms: int, dim: int,
-                 context_norm: str, context_bound: float, clip: RewardClip) -> None:
+                 context_norm: str, context_bound: float, clip: RewardClip, chunk: int | None = None) -> None:
         if not isinstance(schedule, EpisodeSchedule):
             raise TypeError(f"schedule must be an EpisodeSchedule, got {type(schedule).__name__}")
         if not isinstance(budget, EpisodicBudget):
@@ -200,7 +210,7 @@ class EpisodicCurator(Curator):
         self.dim = check_int("dim", dim, low=1)
         self.context_norm = check_choice("context_norm", context_norm, ("l2", "linf"))
         self.context_bound = check_real("context_bound", context_bound, low=0.0, low_inclusive=False)
-        size = schedule.max_length
+        size = schedule.max_length if chunk is None else min(check_int("chunk", chunk, low=1), schedule.max_length)
         self._X = np.zeros((size, self.dim))
         self._arms = np.zeros(size, dtype=np.int64)
         self._rewards = np.zeros(size)
@@ -229,6 +239,10 @@ class EpisodicCurator(Curator):
     @abc.abstractmethod
     def sensitivity_assumption(self) -> str:
         """What the per-release sensitivities rest on (public bounds), for the report."""
+
+    def _absorb(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Add a full chunk of the episode's rows to its sums (class docstring; needed only with ``chunk``)."""
+        raise NotImplementedError(f"{type(self).__name__} buffers whole episodes (chunk=None)")
 
     def _report_note(self) -> str:
         return ""
@@ -261,6 +275,8 @@ class EpisodicCurator(Curator):
         self._t += 1
         if self._t == self._next_end:
             self._end_episode()
+        elif self._n == len(self._arms):
+            self._absorb_chunk()
 
     @staticmethod
     def served_together(curators: Sequence[EpisodicCurator]) -> None:
@@ -272,15 +288,24 @@ class EpisodicCurator(Curator):
         if curators[0]._t == curators[0]._next_end:
             for c in curators:
                 c._end_episode()
+        elif curators[0]._n == len(curators[0]._arms):
+            for c in curators:
+                c._absorb_chunk()
 
     @property
     def n_buffered(self) -> int:
         """Users buffered in the current episode (the index the next user's row goes to)."""
         return self._n
 
+    @property
+    def buffer_rows(self) -> int:
+        """Users the buffer holds: min(chunk, longest episode), or the longest episode without ``chunk``."""
+        return len(self._arms)
+
     def use_buffers(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
-        """Keep the episode buffers in the given arrays (shapes (n_max, d), (n_max,) int64, (n_max,) float64, e.g.
-        one seed's slices of stacked buffers): the users buffered so far are copied there."""
+        """Keep the episode buffers in the given arrays (shapes (n, d), (n,) int64, (n,) float64 with n =
+        :attr:`buffer_rows`, e.g. one seed's slices of stacked buffers): the users buffered so far are copied
+        there."""
         if X.shape != self._X.shape or arms.shape != self._arms.shape or rewards.shape != self._rewards.shape:
             raise ValueError(f"buffers must have shapes {self._X.shape}, {self._arms.shape}, {self._rewards.shape}")
         if X.dtype != self._X.dtype or arms.dtype != self._arms.dtype or rewards.dtype != self._rewards.dtype:
@@ -309,20 +334,30 @@ class EpisodicCurator(Curator):
                              f"cannot serve user {self._t + 1}")
         return x, arm, self.clip.clip(reward)
 
-    def _end_episode(self) -> None:
-        n = self._n
-        views = [a[:n].view() for a in (self._X, self._arms, self._rewards)]
+    def _buffered(self) -> list[np.ndarray]:
+        """Read-only views of the buffered rows, arms and rewards."""
+        views = [a[: self._n].view() for a in (self._X, self._arms, self._rewards)]
         for v in views:
             v.setflags(write=False)
-        self._release = self._publish(*views)
-        self.n_releases += 1
-        self._episode += 1
-        self._next_end = self.schedule.end(self._episode)
-        # forget: the episode's users have entered their one release
+        return views
+
+    def _wipe(self) -> None:
+        n = self._n
         self._X[:n] = 0.0
         self._arms[:n] = 0
         self._rewards[:n] = 0.0
         self._n = 0
+
+    def _absorb_chunk(self) -> None:
+        self._absorb(*self._buffered())
+        self._wipe()
+
+    def _end_episode(self) -> None:
+        self._release = self._publish(*self._buffered())
+        self.n_releases += 1
+        self._episode += 1
+        self._next_end = self.schedule.end(self._episode)
+        self._wipe()  # forget: the episode's users have entered their one release
 
     def release(self) -> Any:
         return self._release

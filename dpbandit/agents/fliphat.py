@@ -50,11 +50,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie
+from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator
 from dpbandit.agents.private import PrivateAgent, RewardClip, require_finite_theta_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
-from dpbandit.optim.niht import LINKS, NIHTConfig, niht, published_peeling_scale
+from dpbandit.optim.niht import (LINKS, NIHTConfig, mean_at_zero, niht_gradient, published_peeling_scale,
+                                 rows_gradient)
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.peeling import SELECTIONS, peeling_scale
 from dpbandit.validation import check_choice, check_int, check_real
@@ -95,13 +97,27 @@ class FLIPHATRelease:
 
 
 class FLIPHATCurator(EpisodicCurator):
-    """FLIPHAT's data-touching half: one N-IHT fit (shared) or K fits with noisy counts (disjoint) per episode."""
+    """FLIPHAT's data-touching half: one N-IHT fit (shared) or K fits with noisy counts (disjoint) per episode.
+
+    What it keeps of an episode (``docs/episodic-agents.md`` §2.11): with M = 1 iteration (the default), either link,
+    the fit from theta^0 = 0 needs only the summed gradient at 0, ``g_m = sum x (mu(0) - y)`` per model, and the counts;
+    with M > 1 and the identity link, the sums ``G_m = sum x x^T`` and ``b_m = sum x y`` (the gradient is
+    ``G_m theta - b_m``). Both are absorbed chunk by chunk (:mod:`dpbandit.agents.episode_sums`: memory O(K d) or
+    O(K d^2), plus :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` rows). The logistic link with M > 1 needs the
+    episode's rows for every gradient pass: it buffers the longest episode (about T/2 rows of d floats), which
+    :meth:`FLIPHAT.memory_estimate` states before anything is allocated, so that a run that cannot fit is refused.
+    """
 
     def __init__(self, agent: FLIPHAT, rng: np.random.Generator):
         self._agent, self._rng = agent, rng
         c = agent.constants
+        self._n_models = agent.n_arms if agent.structure == "disjoint" else 1
+        self._sums, self._with_gram = None, agent.iterations > 1
+        if agent.keeps_sums:
+            self._sums = EpisodeSums(self._n_models, agent.dim, gram=self._with_gram)
+            self._mu0 = mean_at_zero(agent.link)
         super().__init__(agent.schedule, agent.budget, c.n_arms, c.dim, c.context_norm, c.context_bound,
-                         agent.reward_clip)
+                         agent.reward_clip, chunk=CHUNK_ROWS if agent.keeps_sums else None)
 
     def _initial_release(self) -> FLIPHATRelease:
         a = self._agent
@@ -113,37 +129,71 @@ class FLIPHATCurator(EpisodicCurator):
             counts.setflags(write=False)
         return FLIPHATRelease(theta, counts, 0)
 
-    def _fit(self, X: np.ndarray, y: np.ndarray, n_tilde: float) -> np.ndarray:
+    def _published_clip(self) -> float:
+        """The FLIPHAT code's per-episode reward clip ``x_max C + sqrt(2 ln(1 + n))`` (n: the episode's length)."""
+        a = self._agent
+        return a.x_max * a.radius + math.sqrt(2.0 * math.log1p(self.schedule.length(self.episode)))
+
+    def _fit_rewards(self, y: np.ndarray) -> np.ndarray:
+        """The rewards the fit sees: with the noise off, clipped to N-IHT's range; in the published setting, to the
+        code's per-episode clip; otherwise as the curator clipped them."""
         a = self._agent
         if a.budget.noise_off:
-            return niht(X, np.clip(y, a.niht_config.reward_low, a.niht_config.reward_high), n_tilde, a.niht_config,
-                        math.inf, self._rng).theta
+            return np.clip(y, a.niht_config.reward_low, a.niht_config.reward_high)
+        if a.published_setting_not_private:
+            R = self._published_clip()
+            return np.clip(y, -R, R)
+        return y
+
+    def _fit(self, gradient, n_tilde: float) -> np.ndarray:
+        a = self._agent
+        if a.budget.noise_off:
+            return niht_gradient(gradient, a.dim, n_tilde, a.niht_config, math.inf, self._rng).theta
         if a.published_setting_not_private:  # the code's scale, as a multiple of the correct one (same Delta form)
-            n = X.shape[0]
-            R = a.x_max * a.radius + math.sqrt(2.0 * math.log1p(n))
-            y = np.clip(y, -R, R)
+            R = self._published_clip()
             config = NIHTConfig(a.sparsity, a.step, a.iterations, a.radius, a.x_max, -R, R, a.link, "laplace")
             correct = peeling_scale(config.sensitivity(n_tilde), min(a.sparsity, a.dim), a.rho_fit, "laplace",
                                     repeats=a.iterations)
             published = published_peeling_scale(a.step, n_tilde, a.x_max * a.radius + R, a.sparsity, a.iterations,
                                                 a.epsilon, a.delta)
-            return niht(X, y, n_tilde, config, a.rho_fit, self._rng, scale_factor=published / correct).theta
-        return niht(X, y, n_tilde, a.niht_config, a.rho_fit, self._rng).theta
+            return niht_gradient(gradient, a.dim, n_tilde, config, a.rho_fit, self._rng,
+                                 scale_factor=published / correct).theta
+        return niht_gradient(gradient, a.dim, n_tilde, a.niht_config, a.rho_fit, self._rng).theta
+
+    def _absorb(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        y = self._fit_rewards(rewards)
+        self._sums.absorb(X, arms if self._n_models > 1 else None, y if self._with_gram else self._mu0 - y)
+
+    def _gradients(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> tuple[list, np.ndarray]:
+        """Per model, the summed gradient as a function of theta and the true count of users (the episode's last
+        rows are absorbed first)."""
+        link = self._agent.link
+        if self._sums is None:
+            y = self._fit_rewards(rewards)
+            if self._n_models == 1:
+                return [rows_gradient(X, y, link)], np.array([X.shape[0]])
+            mine = [arms == m for m in range(self._n_models)]
+            return [rows_gradient(X[k], y[k], link) for k in mine], np.bincount(arms, minlength=self._n_models)
+        self._absorb(X, arms, rewards)
+        gram, moment, counts = self._sums.take()
+        if gram is None:  # M = 1: the gradient at theta^0 = 0 is all the fit evaluates
+            return [lambda theta, g=g: g for g in moment], counts
+        return [lambda theta, G=G, b=b: G @ theta - b for G, b in zip(gram, moment)], counts
 
     def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> FLIPHATRelease:
         a = self._agent
+        gradients, true_counts = self._gradients(X, arms, rewards)
         counts = None
         if a.structure == "shared":
-            theta = np.array(self._fit(X, rewards, float(X.shape[0])))
+            theta = np.array(self._fit(gradients[0], float(true_counts[0])))
         else:
-            counts = np.bincount(arms, minlength=a.n_arms).astype(float)
+            counts = true_counts.astype(float)
             if not a.budget.noise_off:
                 counts = counts + a.count_sigma * self._rng.standard_normal(a.n_arms)
             theta = np.zeros((a.n_arms, a.dim))
             for arm in range(a.n_arms):
                 if counts[arm] >= a.min_count:
-                    mine = arms == arm
-                    theta[arm] = self._fit(X[mine], rewards[mine], float(counts[arm]))
+                    theta[arm] = self._fit(gradients[arm], float(counts[arm]))
             counts.setflags(write=False)
         theta.setflags(write=False)
         return FLIPHATRelease(theta, counts, self.n_releases + 1)
@@ -296,10 +346,22 @@ class FLIPHAT(PrivateAgent):
                 + (f"; per-arm counts noised with sigma_c = {self.count_sigma:.4g}, min_count = {self.min_count:.4g}"
                    if self.structure == "disjoint" else ""))
 
+    @property
+    def keeps_sums(self) -> bool:
+        """Whether the curator keeps an episode as sums in bounded memory (M = 1, or the identity link), not as its
+        rows (the logistic link with M > 1; :class:`FLIPHATCurator`)."""
+        return self.iterations == 1 or self.link == "identity"
+
     def memory_estimate(self) -> int:
-        """The curator's episode buffer (the longest episode's contexts, arms and rewards) and N-IHT's work arrays
-        over it (about as large), plus the release: checked before anything is allocated."""
-        return 8 * (2 * self.schedule.max_length * (self.dim + 2) + 4 * self.n_arms * self.dim)
+        """The curator's peak, checked before anything is allocated: its buffer (a chunk of rows, or the longest
+        episode's rows for the logistic link with M > 1) and the work arrays over it (about as large), the episode's
+        sums (:meth:`~dpbandit.agents.episode_sums.EpisodeSums.nbytes`) and the release."""
+        models = self.n_arms if self.structure == "disjoint" else 1
+        if not self.keeps_sums:
+            return 8 * (2 * self.schedule.max_length * (self.dim + 2) + 4 * self.n_arms * self.dim)
+        rows = min(CHUNK_ROWS, self.schedule.max_length)
+        return (8 * (2 * rows * (self.dim + 2) + 4 * self.n_arms * self.dim)
+                + EpisodeSums.nbytes(models, self.dim, self.iterations > 1))
 
     def _make_curator(self, privacy_rng: np.random.Generator) -> FLIPHATCurator:
         return FLIPHATCurator(self, privacy_rng)

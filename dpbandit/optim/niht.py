@@ -37,6 +37,7 @@ exact hard thresholding to the top s of |v| (no noise).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,7 +47,8 @@ from dpbandit.optim.projections import project_l1_ball
 from dpbandit.privacy.peeling import SELECTIONS, gumbel_top_s, laplace_peeling, peeling_scale
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_generator, check_int, check_real
 
-__all__ = ["LINKS", "NIHTConfig", "NIHTFit", "gradient_bound", "niht", "published_peeling_scale"]
+__all__ = ["LINKS", "NIHTConfig", "NIHTFit", "gradient_bound", "mean_at_zero", "niht", "niht_gradient",
+           "published_peeling_scale", "rows_gradient"]
 
 #: Links with a GLM loss here (mean functions: identity, logistic sigmoid).
 LINKS: tuple[str, ...] = ("identity", "logistic")
@@ -54,6 +56,11 @@ LINKS: tuple[str, ...] = ("identity", "logistic")
 
 def _mean(link: str, z):
     return z if link == "identity" else expit(z)
+
+
+def mean_at_zero(link: str) -> float:
+    """mu(0) of the link (0 identity, 1/2 logistic): the summed gradient at theta = 0 is ``sum_i x_i (mu(0) - y_i)``."""
+    return float(_mean(check_choice("link", link, LINKS), 0.0))
 
 
 def gradient_bound(link: str, x_max: float, theta_l1: float, reward_low: float, reward_high: float) -> float:
@@ -137,17 +144,34 @@ def niht(X: np.ndarray, y: np.ndarray, n_tilde: float, config: NIHTConfig, rho: 
         raise ValueError(f"X must be (n, d) and y (n,), got {X.shape} and {y.shape}")
     if np.any(y < config.reward_low) or np.any(y > config.reward_high):
         raise ValueError(f"y must be clipped to [{config.reward_low:g}, {config.reward_high:g}] before the fit")
+    return niht_gradient(rows_gradient(X, y, config.link), X.shape[1], n_tilde, config, rho, rng,
+                         scale_factor=scale_factor, start=start)
+
+
+def rows_gradient(X: np.ndarray, y: np.ndarray, link: str) -> Callable[[np.ndarray], np.ndarray]:
+    """``theta -> X^T (mu(X theta) - y)`` (d,): the summed GLM gradient of the rows ``X`` (n, d), rewards ``y`` (n,)."""
+    return lambda theta: X.T @ (_mean(link, X @ theta) - y)
+
+
+def niht_gradient(gradient: Callable[[np.ndarray], np.ndarray], dim: int, n_tilde: float, config: NIHTConfig,
+                  rho: float, rng: np.random.Generator, *, scale_factor: float = 1.0,
+                  start: np.ndarray | None = None) -> NIHTFit:
+    """:func:`niht` given the summed gradient ``theta -> sum_i x_i (mu(x_i^T theta) - y_i)`` (d,) of the data as a
+    function, e.g. from an episode's sums (:mod:`dpbandit.agents.episode_sums`: ``G theta - b`` for the identity
+    link, or the gradient at ``theta^0 = 0`` alone when M = 1). The caller guarantees what :func:`niht` checks on
+    rows: ``||x||_inf <= x_max`` and rewards clipped to ``[reward_low, reward_high]``; the sensitivity, noise and
+    guarantee are :func:`niht`'s. ``dim`` is d."""
+    d = check_int("dim", dim, low=1)
     n_tilde = check_real("n_tilde", n_tilde, low=0.0, low_inclusive=False)
     rho = check_real("rho", rho, low=0.0, low_inclusive=False, allow_inf=True)
     scale_factor = check_real("scale_factor", scale_factor, low=0.0, low_inclusive=False)
     check_generator(rng)
-    c, d = config, X.shape[1]
+    c = config
     s = min(c.sparsity, d)
     theta = np.zeros(d) if start is None else _check_start(start, d, c.radius)
     sens, scales = np.zeros(c.iterations), np.zeros(c.iterations)
     for m in range(c.iterations):
-        residual = _mean(c.link, X @ theta) - y
-        v = theta - (c.step / n_tilde) * (X.T @ residual)
+        v = theta - (c.step / n_tilde) * gradient(theta)
         sens[m] = c.sensitivity(n_tilde, float(np.abs(theta).sum()) if c.iterate_sensitivity else None)
         if math.isinf(rho):
             u = np.zeros(d)

@@ -237,17 +237,86 @@ def test_served_together_counts_every_lockstep_curator_and_releases_each_at_the_
         assert not cur._X.any()
 
 
-def test_episodic_agents_refuse_up_front_what_their_episode_buffers_cannot_hold(monkeypatch):
-    """The episode buffer holds the longest episode (about T/2 users x d): at T = 1e7, d = 10,000 that is ~400 GB,
-    refused by the memory check before any allocation, naming the agent."""
+def test_episodic_agents_memory_does_not_grow_with_the_horizon_and_row_buffers_are_refused_up_front(monkeypatch):
+    """Issue 25 item 3: FLIPHAT (M = 1, either link; identity with M > 1) and episodic ridge keep an episode as sums
+    in bounded memory, so their up-front estimate is the same at T = 1e4 and 1e7. Logistic FLIPHAT with M > 1 buffers
+    the longest episode (about T/2 users x d): at T = 1e7, d = 10,000 that is ~400 GB, refused by the memory check
+    before any allocation, naming the agent."""
     import dpbandit.validation as validation
     from dpbandit.agents import make_agent
     from dpbandit.envs import GLMBanditEnv
 
     monkeypatch.setattr(validation, "physical_memory", lambda: 24 * 2**30)
-    env = GLMBanditEnv(n_arms=2, dim=10_000, horizon=10**7, structure="shared", theta="sparse", sparsity=5)
-    for name in ("fliphat", "episodic_ridge"):
-        with pytest.raises(ValueError, match=f"agent '{name}'.*memory"):
-            make_agent(name, env)
-    small = make_agent("fliphat", GLMBanditEnv(n_arms=2, dim=10, horizon=1000))
-    assert small.memory_estimate() >= 8 * small.schedule.max_length * 10
+
+    def env(T, d=1000, link="identity"):
+        return GLMBanditEnv(n_arms=2, dim=d, horizon=T, structure="shared", theta="sparse", sparsity=5, link=link)
+
+    for name, link, params in [("fliphat", "identity", {}), ("fliphat", "logistic", {}),
+                               ("fliphat", "identity", {"iterations": 3})]:
+        short, long = (make_agent(name, env(T, link=link), **params).memory_estimate() for T in (10**4, 10**7))
+        assert short == long, (name, link, params)
+        assert long < (40 if name == "fliphat" and not params else 200) * 2**20, (name, long)
+    with pytest.raises(ValueError, match="agent 'fliphat'.*memory"):
+        make_agent("fliphat", env(10**7, 10_000, "logistic"), iterations=2)
+    rows = make_agent("fliphat", env(1000, 10, "logistic"), iterations=2)
+    assert rows.memory_estimate() >= 8 * rows.schedule.max_length * 10
+
+
+class SumCurator(CopyCurator):
+    """A chunked curator that records what it absorbed and what _publish received."""
+
+    def __init__(self, *args, **kw):
+        self.absorbed = []
+        super().__init__(*args, **kw)
+
+    def _absorb(self, X, arms, rewards):
+        self.absorbed.append((X.copy(), arms.copy(), rewards.copy(), X.flags.writeable))
+
+    def _publish(self, X, arms, rewards):
+        chunks, self.absorbed = self.absorbed, []
+        return chunks, super()._publish(X, arms, rewards)
+
+
+def test_chunked_curator_absorbs_full_chunks_and_publishes_the_rest_holding_at_most_chunk_users():
+    T, chunk = 40, 3
+    c = constants(K=3, d=2, T=T)
+    cur = SumCurator(EpisodeSchedule(T, 2), EpisodicBudget.build(c, 1.0), 3, 2, "l2", 1.0, RewardClip(-1, 1, "t"),
+                     chunk=chunk)
+    assert cur.buffer_rows == chunk and cur._X.shape == (chunk, 2)
+    rng = np.random.default_rng(1)
+    users, releases = [], []
+    for t in range(T):
+        obs = rng.uniform(-0.5, 0.5, size=(3, 2))
+        users.append((obs[t % 3].copy(), t % 3, 0.1 * (t % 5)))
+        before = cur.release()
+        cur.observe(obs, t % 3, 0.1 * (t % 5))
+        if cur.release() is not before:
+            releases.append((t + 1, cur.release()))
+    assert [t for t, _ in releases] == [2, 6, 14, 30, 40]
+    start = 0
+    for end, (chunks, rest) in releases:  # full chunks in arrival order, then the rest: the episode's users, once
+        n = end - start
+        assert [len(x) for x, *_ in chunks] == [chunk] * ((n - 1) // chunk)
+        assert not any(writable for *_, writable in chunks) and not rest.writable_inputs
+        X = np.concatenate([x for x, *_ in chunks] + [rest.X])
+        np.testing.assert_array_equal(X, [u[0] for u in users[start:end]])
+        np.testing.assert_array_equal(np.concatenate([a for _, a, *_ in chunks] + [rest.arms]),
+                                      [u[1] for u in users[start:end]])
+        start = end
+    assert not cur._X.any() and cur.n_buffered == 0
+    with pytest.raises(ValueError, match="chunk"):
+        SumCurator(EpisodeSchedule(T, 2), EpisodicBudget.build(c, 1.0), 3, 2, "l2", 1.0, RewardClip(-1, 1, "t"),
+                   chunk=0)
+
+
+def test_served_together_absorbs_every_seeds_full_chunk():
+    c = constants(K=3, d=2, T=40)
+    curators = [SumCurator(EpisodeSchedule(40, 8), EpisodicBudget.build(c, 1.0), 3, 2, "l2", 1.0,
+                           RewardClip(-1, 1, "t"), chunk=3) for _ in range(2)]
+    for t in range(3):
+        for k, cur in enumerate(curators):
+            cur._X[t] = (0.1 * k, 0.01 * t)
+        EpisodicCurator.served_together(curators)
+    for k, cur in enumerate(curators):
+        assert cur.n_buffered == 0 and len(cur.absorbed) == 1 and not cur._X.any()
+        np.testing.assert_array_equal(cur.absorbed[0][0], [[0.1 * k, 0.0], [0.1 * k, 0.01], [0.1 * k, 0.02]])

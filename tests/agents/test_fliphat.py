@@ -18,7 +18,7 @@ from dpbandit.agents.fliphat import FLIPHAT, FLIPHATCurator
 from dpbandit.envs.glm import GLMBanditEnv
 from dpbandit.experiment.checks import check_agent, check_private_agent
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
-from dpbandit.optim.niht import niht
+from dpbandit.optim.niht import niht, niht_gradient
 from dpbandit.privacy.audit import audit
 from dpbandit.privacy.calibrate import zcdp_rho_for
 from dpbandit.privacy.peeling import peeling_scale
@@ -136,9 +136,9 @@ class PlantedCurator(FLIPHATCurator):
     """The curator with the D-F1 noise planted. The hook lives here, in the tests: the agent has none (a noise scale
     changed outside the calibration would leave its report claiming the full (epsilon, delta))."""
 
-    def _fit(self, X, y, n_tilde):
+    def _fit(self, gradient, n_tilde):
         a = self._agent
-        return niht(X, y, n_tilde, a.niht_config, a.rho_fit, self._rng, scale_factor=PLANTED).theta
+        return niht_gradient(gradient, a.dim, n_tilde, a.niht_config, a.rho_fit, self._rng, scale_factor=PLANTED).theta
 
 
 class Planted(FLIPHAT):

@@ -17,16 +17,19 @@ ledger). What runs batched, per round:
   of :meth:`EpisodicCurator.observe` done for all seeds at once; if any check fails, every seed's own
   :meth:`EpisodicCurator.checked_user` runs, so the error raised is the single path's. The reward clip
   (``min(max(y, low), high)``) is skipped when every reward is inside, else done with the same comparisons. Each
-  curator then counts its user (:meth:`EpisodicCurator.served_together`), which at an episode's end runs every
-  seed's own release.
+  curator then counts its user (:meth:`EpisodicCurator.served_together`), which absorbs a full chunk of every seed
+  into that seed's sums, and at an episode's end runs every seed's own release.
 
 Per seed, once per episode: the release (noise from the seed's privacy stream; the ledger is the single-seed one)
 and the re-stacking of the released parameters.
 
 The curator / action-rule split of :class:`~dpbandit.agents.private.PrivateAgent` holds: the stacked buffers are the
 curators' state (only they publish from them), and ``act`` reads only the stacked releases and the users' own rows.
-Memory: the buffers hold S x (longest episode) x d floats, pages touched as episodes fill them, like S single runs
-(at T = 10^5, d = 50: 14 MB per seed for FLIPHAT, 20 MB for episodic ridge on HanFigure51-K2).
+Memory: the buffers hold S x (the curators' :attr:`~dpbandit.agents.episodic.EpisodicCurator.buffer_rows`) x d
+floats, pages touched as they fill, like S single runs: a chunk of
+:data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` rows, absorbed per seed into that seed's episode sums by its own
+curator (the single path's call on the same rows, so the sums are bit for bit the single run's), or the longest
+episode for logistic FLIPHAT with M > 1.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ class BatchedEpisodic(abc.ABC):
         self.curators = [a.curator for a in self.agents]
         self.rngs = [a.rng for a in self.agents]
         c = self.curators[0]
-        S, n_max = len(self.agents), c.schedule.max_length
+        S, n_max = len(self.agents), c.buffer_rows
         # calloc'd: pages are touched only as the episodes fill them, as the per-seed buffers they replace
         self.X, self.A, self.Y = np.zeros((S, n_max, c.dim)), np.zeros((S, n_max), dtype=np.int64), np.zeros((S, n_max))
         for s, cur in enumerate(self.curators):
@@ -137,7 +140,13 @@ class BatchedFLIPHAT(BatchedEpisodic):
 
 class BatchedEpisodicRidge(BatchedEpisodic):
     """Episodic private ridge over S seeds: greedy (plus the UCB width) on the stacked theta_hat (S, M, d) and
-    V^{-1} (S, M, d, d)."""
+    V^{-1} (S, M, d, d). The UCB and Thompson rules (``rule != "greedy"``) have none: their seeds run one by one."""
+
+    @classmethod
+    def build(cls, agents) -> "BatchedEpisodicRidge | None":
+        if agents[0].cal.rule != "greedy":
+            return None
+        return super().build(agents)
 
     def _stack(self) -> None:
         releases = [a._release for a in self.agents]
