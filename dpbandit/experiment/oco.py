@@ -53,6 +53,7 @@ from dpbandit.experiment.results import (
 )
 from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.execution import execute_jobs
+from dpbandit.experiment.planning import CALIBRATE_ROUNDS, CALIBRATION_ROUNDS, check_duration, duration
 from dpbandit.optim.losses import Loss
 from dpbandit.optim.projections import Domain
 from dpbandit.optim.registry import LEARNERS
@@ -150,14 +151,44 @@ class OCOResult:
     resumed_jobs: int = 0
 
 
+def planned_work(config: OCOConfig, plan: list) -> tuple[str, float | None]:
+    """The planned work in one line and, from :data:`~dpbandit.experiment.planning.CALIBRATE_ROUNDS` learner rounds
+    on, its wall time over ``n_jobs`` processes: every (problem, learner) timed on a short stream of its first seed
+    (the learner built for the full horizon)."""
+    runs = [(p, s) for p, s, reason in plan if not reason]
+    problems = sorted({p for p, _ in runs})
+    jobs, rounds = len(problems) * len(config.seeds), len(runs) * len(config.seeds) * config.horizon
+    workers = max(1, min(config.n_jobs, jobs))
+    line = (f"{config.name}: {jobs:,} jobs ({len(problems)} problem{'s' * (len(problems) > 1)} x "
+            f"{len(config.seeds)} seed{'s' * (len(config.seeds) > 1)}); {len(runs)} (problem, learner) pair{'s' * (len(runs) > 1)} x "
+            f"{len(config.seeds)} x {config.horizon:,} rounds = {rounds:,} learner rounds")
+    if rounds < CALIBRATE_ROUNDS:
+        return line, None
+    n, seconds = min(config.horizon, CALIBRATION_ROUNDS), 0.0
+    for problem, spec in runs:
+        data = config.stream(problem, n).draw(config.seeds[0])
+        _, spent = play(config.build(problem, spec, config.seeds[0]), data.x, data.y, config.loss(problem),
+                        config.problem_mu(problem))
+        seconds += spent / n * config.horizon * len(config.seeds)
+    seconds /= workers
+    return f"{line}; about {duration(seconds)} with {workers} parallel job{'s' * (workers > 1)}", seconds
+
+
 def run_oco(config: OCOConfig, out: str | Path | bool | None = None, progress: bool = True, *,
-            fresh: bool = False) -> OCOResult:
+            fresh: bool = False, allow_long: bool = False) -> OCOResult:
     """Run every (problem, learner, seed) of ``config`` into ``<out>/<name>`` (default ``out``: ``config.out``;
     ``False`` keeps everything in memory). Re-running the same experiment there resumes it; a different one is
-    refused unless ``fresh=True``. Invalid configurations raise before any job starts."""
+    refused unless ``fresh=True``. Invalid configurations raise before any job starts; so does a run planned at
+    more than a week (:func:`planned_work`) unless ``allow_long``."""
     if not isinstance(config, OCOConfig):
         raise TypeError(f"config must be an OCOConfig, got {type(config).__name__}")
     plan = config.validate()
+    line, seconds = planned_work(config, plan)
+    if seconds is not None:
+        check_duration(config.name, len(config.seeds) * config.horizon, seconds, allow_long,
+                       unit="rounds per learner")
+    if progress:
+        print(line, flush=True)
     if out is False:
         return _run(config, plan, None, progress)
     with open_run_dir(config.out if out in (None, True) else out, config.name, config.config_hash(), fresh) as run_dir:
@@ -219,7 +250,7 @@ def _run(config: OCOConfig, plan: list, run_dir: Path | None, progress: bool) ->
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``dpbandit oco`` (one-line usage errors, :mod:`dpbandit.experiment.arguments`)."""
-    from dpbandit.experiment.arguments import OneLineParser
+    from dpbandit.experiment.arguments import OneLineParser, add_allow_long
 
     parser = OneLineParser(prog="dpbandit oco", description="Regret of the (private) OCO learners against "
                                      "the best fixed point in hindsight on regression streams.")
@@ -235,6 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--name", help="run directory name (default: oco, or oco-quick with --quick)")
     parser.add_argument("--fresh", action="store_true", help="discard an earlier run of this name, do not resume")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_allow_long(parser)
     return parser
 
 
@@ -253,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
                 settings[key] = getattr(args, key)
         if args.seeds is not None:
             settings["seeds"] = tuple(range(check_int("seeds", args.seeds, low=1)))
-        result = run_oco(OCOConfig(**settings), progress=not args.no_progress, fresh=args.fresh)
+        result = run_oco(OCOConfig(**settings), progress=not args.no_progress, fresh=args.fresh,
+                         allow_long=args.allow_long)
     except EXPECTED as exc:
         return report("dpbandit oco", exc)
     if result.resumed_jobs:

@@ -110,8 +110,9 @@ class OCOConfig:
         if not isinstance(self.out, str) or not self.out:
             raise TypeError(f"out must be a non-empty path string, got {self.out!r}")
 
-    def stream(self, problem: str) -> RegressionStream:
-        return RegressionStream(dim=self.dim, horizon=self.horizon, model=PROBLEMS[problem][0], p=2.0,
+    def stream(self, problem: str, horizon: int | None = None) -> RegressionStream:
+        """The stream of ``problem`` (of ``horizon`` rounds instead of T: a short one to time the learners)."""
+        return RegressionStream(dim=self.dim, horizon=horizon or self.horizon, model=PROBLEMS[problem][0], p=2.0,
                                 noise_std=self.noise_std, test_size=1, theta_norm=self.theta_norm)
 
     def problem_mu(self, problem: str) -> float:

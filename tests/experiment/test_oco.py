@@ -250,3 +250,16 @@ def test_command_line(tmp_path, capsys):
     assert main(argv) == 0 and "Resumed: 2 finished job(s)" in capsys.readouterr().out  # pigd: ridge only
     assert main(["--quick", "--problems", "cubic", "--out", str(tmp_path)]) == 2
     assert "unknown problem" in capsys.readouterr().err
+
+
+def test_the_planned_work_is_stated_and_more_than_a_week_refused_before_any_work(tmp_path, capsys):
+    from dpbandit.experiment.oco import main as oco_main
+
+    assert oco_main(["--quick", "--learners", "igd", "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        # IGD needs a strongly convex loss: it runs on linear-ridge only
+        "oco-quick: 2 jobs (1 problem x 2 seeds); 1 (problem, learner) pair x 2 x 1,000 rounds = 2,000 learner rounds")
+    assert oco_main(["--horizon", "10000000", "--seeds", "1000", "--out", str(tmp_path / "long")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "10,000,000,000 rounds per learner, about" in err and "--allow-long" in err
+    assert not (tmp_path / "long").exists()
