@@ -54,11 +54,21 @@ episode ("forget") or on every completed episode ("sum"), guarantee "none".
 
 **Action rule** (static): ``argmax_a x_a^T theta_hat`` (disjoint: ``x . theta_hat_a``), plus
 ``ucb_alpha ||x_a||_{V^{-1}}`` when ``ucb_alpha > 0``; ties at random (the initial release theta_hat = 0 plays
-uniformly).
+uniformly). ``rule="ucb"`` / ``"thompson"``: the optimistic and Thompson rules of
+:mod:`~dpbandit.agents.release_rules`, whose widths account for the released noise (``docs/episodic-agents.md``
+§6.3–6.4); they have no batched form (their seeds run one by one).
 
-**Cost.** Per round O(d): the played row is copied into the episode buffer; per episode one product ``X^T X`` per
-model (O(n d^2) flops in one vectorised call, cheaper than n rank-one updates from Python) and one d x d eigen-
-decomposition per model; O(d^2) amortised flops, O(d) Python work per round. The action costs O(K d) (greedy) or O(K d^2)
+**Part 2** (``spec/episodic-part2-hard-problems.md``; ``docs/episodic-agents.md`` §6). Mode ``"weighted"`` (the
+default) combines every release with the public weights of :mod:`~dpbandit.agents.release_combination` (noise off:
+ridge on every user so far, as greedy); ``centre=True`` (default) subtracts the clip's midpoint c from every reward,
+so ``B = (hi - lo)/2`` in the moment's sensitivity; the default share caps S at ``2 B / L`` (``target_bound``), i.e.
+w <= 1/2; ``growth`` is the episodes' public growth factor.
+
+**Cost.** Per round O(d): the played row is copied into a buffer of
+:data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users, whose Gram matrix and moments are added to the episode's sums
+when it is full (BLAS level 3: O(d^2) amortised flops a user; memory O(M d^2 + chunk d), whatever the episode's
+length; :mod:`~dpbandit.agents.episode_sums`); per episode one d x d eigendecomposition per model; O(d) Python work
+per round. The action costs O(K d) (greedy) or O(K d^2)
 (UCB width).
 """
 
@@ -70,21 +80,32 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie
+from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
-from dpbandit.agents.private import PrivateAgent, RewardClip, context_l2_bound, l2_bound_text, reward_clip_range
+from dpbandit.agents.private import (PrivateAgent, RewardClip, context_l2_bound, l2_bound_text, reward_clip_range,
+                                     require_finite_theta_bound)
+from dpbandit.agents.release_combination import ReleaseCombination, noise_regulariser
+from dpbandit.agents.release_rules import RULES, thompson_scale, thompson_scores, ucb_radius, ucb_scores
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
 from dpbandit.validation import check_choice, check_int, check_real
 
 __all__ = ["EpisodicRidge", "EpisodicRidgeCalibration", "EpisodicRidgeCurator", "EpisodicRidgeRelease", "MODES",
-           "UNBOUNDED_GRAM_SHARE", "ridge_scores"]
+           "UNBOUNDED_GRAM_SHARE", "ridge_scores", "theta_l2_bound"]
 
-#: Estimate from the last release only, or from the sum of all releases.
-MODES: tuple[str, ...] = ("forget", "sum")
+#: Estimate from every release with optimal public weights (default), the last release only, or the plain sum.
+MODES: tuple[str, ...] = ("weighted", "forget", "sum")
 _SAFETY = 1.0 + 1e-9  # noise scales rounded up so the target survives floating-point error
 #: Default ``gram_share`` when ``theta_bound`` is infinite (the optimal share ``L S / (L S + 2 B)`` is undefined).
 UNBOUNDED_GRAM_SHARE = 0.5
+
+
+def theta_l2_bound(c: BanditConstants) -> float:
+    """A bound on ``||theta||_2`` from the environment's ``||theta||_{theta_norm} <= theta_bound`` (l1 and l2 bounds
+    bound l2; an l_inf bound with ``sparsity`` non-zero entries gives ``sqrt(sparsity) theta_bound``); inf when
+    unstated."""
+    return c.theta_bound * (math.sqrt(c.sparsity) if c.theta_norm == "linf" else 1.0)
 
 
 @dataclass(frozen=True)
@@ -108,22 +129,39 @@ class EpisodicRidgeCalibration:
     lam: float | None  # fixed regulariser, or None for ridge + 2 sigma_G sqrt(m d)
     mode: str
     ucb_alpha: float
+    centre: float = 0.0  # c subtracted from every clipped reward ((lo + hi)/2 when centring)
+    target_bound: float = math.inf  # S_r: public bound on the ridge target's l2 norm (weights, gram share)
+    theta_l2: float = math.inf  # S: l2 bound on theta (the UCB width)
+    rule: str = "greedy"
+    alpha: float = 0.05  # failure probability of the UCB width
 
     @classmethod
     def build(cls, c: BanditConstants, budget: EpisodicBudget, calibration: str, gram_share: float | None,
               ridge: float, lam: float | None, mode: str, ucb_alpha: float,
-              reward_clip: float | None) -> EpisodicRidgeCalibration:
+              reward_clip: float | None, centre: bool = False, rule: str = "greedy", alpha: float = 0.05,
+              target_bound: float | None = None) -> EpisodicRidgeCalibration:
         L = context_l2_bound(c)
         clip = reward_clip_range(c, reward_clip, name="reward_clip")
         B = clip.bound
+        shift = 0.0
+        if centre and math.isfinite(clip.low) and math.isfinite(clip.high):
+            shift, B = (clip.low + clip.high) / 2.0, (clip.high - clip.low) / 2.0  # |y - c| <= B (§6.1)
+        S2 = theta_l2_bound(c)
+        if target_bound is not None:
+            S_r = check_real("target_bound", target_bound, low=0.0, low_inclusive=False)
+        else:
+            S_r = min(S2, 2.0 * B / L)  # §6.2: caps the default share at 1/2
         if gram_share is not None:
-            rule = "given"
-        elif math.isfinite(c.theta_bound):
-            gram_share, rule = L * c.theta_bound / (L * c.theta_bound + 2.0 * B), "default L S / (L S + 2 B)"
+            rule_w = "given"
+        elif math.isfinite(S2) or target_bound is not None:
+            gram_share = L * S_r / (L * S_r + 2.0 * B)
+            rule_w = (f"default L S / (L S + 2 B) with S = S_r = {S_r:.4g} = min(||theta||_2 bound, 2 B / L), "
+                      "docs/episodic-agents.md §6.2" if target_bound is None else
+                      f"default L S / (L S + 2 B) with S = target_bound = {S_r:.4g}")
         else:
             gram_share = UNBOUNDED_GRAM_SHARE
-            rule = ("default for theta_bound = inf: an even split (L S / (L S + 2 B) needs a finite theta_bound; "
-                    "pass theta_bound= to the environment or gram_share=)")
+            rule_w = ("default for theta_bound = inf: an even split (L S / (L S + 2 B) needs a finite theta_bound; "
+                      "pass theta_bound= to the environment or gram_share=)")
         w = check_real("gram_share", gram_share, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         if budget.noise_off:
             calibration, sigma_G, sigma_b = "none", 0.0, 0.0
@@ -133,8 +171,18 @@ class EpisodicRidgeCalibration:
             sigma_b = _SAFETY * 2.0 * L * B / (math.sqrt(1.0 - w) * mu)
         return cls(budget=budget, calibration=calibration, n_models=c.n_arms if c.structure == "disjoint" else 1,
                    dim=c.dim, L=L, B=B, clip=clip, context_norm=c.context_norm, context_bound=c.context_bound,
-                   gram_share=w, gram_share_rule=rule, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam, mode=mode,
-                   ucb_alpha=ucb_alpha)
+                   gram_share=w, gram_share_rule=rule_w, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam,
+                   mode=mode, ucb_alpha=ucb_alpha, centre=shift, target_bound=S_r, theta_l2=S2, rule=rule, alpha=alpha)
+
+    @property
+    def spread(self) -> float:
+        """R = (hi - lo) / 2: the sub-Gaussian proxy of a clipped reward, and v_y = R^2 bounds its variance."""
+        return (self.clip.high - self.clip.low) / 2.0
+
+    def combination(self) -> ReleaseCombination:
+        """The weighted mode's combination (``tau^2 = sigma_b^2 + sigma_G^2 S_r^2``, v_y = R^2; §6.2)."""
+        S_r = self.target_bound if math.isfinite(self.target_bound) else 0.0
+        return ReleaseCombination(self.n_models, self.dim, self.spread**2, self.sigma_b**2 + (self.sigma_G * S_r)**2)
 
     def regulariser(self, m: int) -> float:
         """``lam`` for an estimate from the sum of ``m`` releases."""
@@ -145,7 +193,8 @@ class EpisodicRidgeCalibration:
     @property
     def sensitivity_assumption(self) -> str:
         bound = l2_bound_text(self.context_norm, self.context_bound, self.L)
-        return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
+        y = f"|y - {self.centre:.6g}| (centred)" if self.centre else "|y|"
+        return (f"contexts {bound} (environment constants); {self.clip.describe()}, so {y} <= B = {self.B:.6g}; "
                 f"replace-one per episode: ||xx^T - x'x'^T||_F <= sqrt(2) L^2 (whitened L^2/sigma_G under symmetric "
                 f"noise, docs/episodic-agents.md §3.1), ||xy - x'y'||_2 <= 2 L B; a user moved between arms costs no "
                 "more")
@@ -155,9 +204,11 @@ class EpisodicRidgeCalibration:
 class EpisodicRidgeRelease:
     """One publication (read-only arrays). M = 1 (shared) or K (disjoint).
 
-    ``gram`` (M, d, d) and ``moment`` (M, d): the noisy statistics the estimate uses (the last release, or the sum of
-    ``n_summed`` releases in mode "sum"); ``theta`` (M, d); ``v_inv`` (M, d, d): ``V^{-1}`` (for the UCB width);
-    ``ucb_alpha``; ``episode``: releases so far.
+    ``gram`` (M, d, d) and ``moment`` (M, d): the noisy statistics the estimate uses (the last release, the sum of
+    ``n_summed`` releases in mode "sum", or their weighted sum in mode "weighted"); ``theta`` (M, d); ``v_inv``
+    (M, d, d): ``V^{-1}`` (for the UCB width); ``ucb_alpha``; ``episode``: releases so far. The action ``rule``
+    ("greedy", "ucb", "thompson") and its public arrays: ``beta`` (M,) the UCB radius; ``basis`` (M, d, d) and
+    ``scale`` (M, d) the Thompson draw's eigenvectors of V and sds (:mod:`~dpbandit.agents.release_rules`).
     """
 
     gram: np.ndarray
@@ -168,6 +219,10 @@ class EpisodicRidgeRelease:
     shared: bool
     episode: int
     n_summed: int
+    rule: str = "greedy"
+    beta: np.ndarray | None = None
+    basis: np.ndarray | None = None
+    scale: np.ndarray | None = None
 
 
 def ridge_scores(theta: np.ndarray, v_inv: np.ndarray, ucb_alpha: float, shared: bool,
@@ -204,39 +259,73 @@ class EpisodicRidgeCurator(EpisodicCurator):
         self._gram_noise = SymmetricGaussianNoise(cal.sigma_G) if cal.sigma_G > 0 else None
         self._moment_noise = GaussianNoise(cal.sigma_b) if cal.sigma_b > 0 else None
         self._gram_sum, self._moment_sum = np.zeros((M, d, d)), np.zeros((M, d))
-        super().__init__(schedule, cal.budget, n_arms, d, cal.context_norm, cal.context_bound, cal.clip)
+        self._combination = cal.combination() if cal.mode == "weighted" else None
+        self._sums = EpisodeSums(M, d, gram=True)
+        super().__init__(schedule, cal.budget, n_arms, d, cal.context_norm, cal.context_bound, cal.clip,
+                         chunk=CHUNK_ROWS)
 
     def _initial_release(self) -> EpisodicRidgeRelease:
         M, d = self.cal.n_models, self.cal.dim
-        eye = np.broadcast_to(np.eye(d) / self.cal.regulariser(1), (M, d, d)).copy()
-        return EpisodicRidgeRelease(*_frozen(np.zeros((M, d, d)), np.zeros((M, d)), np.zeros((M, d)), eye),
-                                    ucb_alpha=self.cal.ucb_alpha, shared=M == 1, episode=0, n_summed=0)
+        gram = np.zeros((M, d, d))
+        return self._release_of(gram, np.zeros((M, d)), np.zeros(M), episode=0, n_summed=0)
+
+    def _regulariser(self, n_summed: int, w_norm: np.ndarray) -> np.ndarray:
+        """lam per model (M,): fixed, the modes' edge rule, or with the UCB rule's tail term (§6.3)."""
+        cal, M = self.cal, self.cal.n_models
+        if cal.lam is not None:
+            return np.full(M, cal.lam)
+        if cal.rule == "ucb":
+            return noise_regulariser(cal.ridge, cal.sigma_G, w_norm, cal.dim, tail_alpha=cal.alpha / 3.0)
+        if cal.mode == "weighted":
+            return noise_regulariser(cal.ridge, cal.sigma_G, w_norm, cal.dim)
+        return np.full(M, cal.regulariser(max(n_summed, 1)))
+
+    def _release_of(self, gram: np.ndarray, moment: np.ndarray, w_norm: np.ndarray, episode: int,
+                    n_summed: int) -> EpisodicRidgeRelease:
+        """The estimate and the action rule's public arrays from the combined noisy statistics (post-processing)."""
+        cal, d = self.cal, self.cal.dim
+        lam = self._regulariser(n_summed, w_norm)
+        # V = G~ + lam I with eigenvalues floored at ridge (post-processing): V^{-1} = U diag(1/max(e, ridge)) U^T
+        evals, evecs = np.linalg.eigh(gram + lam[:, None, None] * np.eye(d))
+        evals = np.maximum(evals, cal.ridge)
+        v_inv = np.einsum("mij,mj,mkj->mik", evecs, 1.0 / evals, evecs)
+        theta = np.einsum("mij,mj->mi", v_inv, moment)
+        beta = basis = scale = None
+        if cal.rule == "ucb":
+            beta = ucb_radius(R=cal.spread, S=cal.theta_l2, L=cal.L, dim=d, ridge=cal.ridge, n_users=self.t,
+                              sigma_G=cal.sigma_G, sigma_b=cal.sigma_b, w_norm=w_norm, lam_w=lam, alpha=cal.alpha)
+            beta.setflags(write=False)
+        elif cal.rule == "thompson":
+            tau2 = (cal.sigma_b * w_norm) ** 2 + (cal.sigma_G * w_norm) ** 2 * np.einsum("mi,mi->m", theta, theta)
+            basis, scale = _frozen(evecs, thompson_scale(evals, cal.spread, tau2))
+        return EpisodicRidgeRelease(*_frozen(gram, moment, theta, v_inv), ucb_alpha=cal.ucb_alpha,
+                                    shared=cal.n_models == 1, episode=episode, n_summed=n_summed, rule=cal.rule,
+                                    beta=beta, basis=basis, scale=scale)
+
+    def _absorb(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Add a chunk of the episode's users to its sums ``G_m += sum x x^T``, ``b_m += sum (y - c) x``
+        (:mod:`~dpbandit.agents.episode_sums`; the moments of y - c when centring, §6.1)."""
+        cal = self.cal
+        self._sums.absorb(X, arms if cal.n_models > 1 else None, rewards - cal.centre if cal.centre else rewards)
 
     def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> EpisodicRidgeRelease:
         cal, M, d = self.cal, self.cal.n_models, self.cal.dim
-        gram, moment = np.empty((M, d, d)), np.empty((M, d))
-        for m in range(M):
-            Xm, ym = (X, rewards) if M == 1 else (X[arms == m], rewards[arms == m])
-            # einsum's C loop, not BLAS: level-3 BLAS threads stall on a loaded machine (100x slower at random)
-            np.einsum("ni,nj->ij", Xm, Xm, out=gram[m])
-            np.einsum("n,nj->j", ym, Xm, out=moment[m])
+        self._absorb(X, arms, rewards)  # the episode's last rows
+        gram, moment, _ = self._sums.take()  # the episode's sums (then forgotten)
         if self._gram_noise is not None:  # noise drawn for every model, whatever the data
             gram += self._gram_noise.sample(self.rng, (M, d, d))
             moment += self._moment_noise.sample(self.rng, (M, d))
+        n_summed = self.n_releases + 1
         if cal.mode == "sum":
             self._gram_sum += gram
             self._moment_sum += moment
-            gram, moment, n_summed = self._gram_sum.copy(), self._moment_sum.copy(), self.n_releases + 1
+            gram, moment = self._gram_sum.copy(), self._moment_sum.copy()
+            w_norm = np.full(M, math.sqrt(n_summed))
+        elif cal.mode == "weighted":  # released arrays only (release_combination)
+            gram, moment, w_norm = self._combination.add(gram, moment)
         else:
-            n_summed = 1
-        lam = cal.regulariser(n_summed)
-        # V = G~ + lam I with eigenvalues floored at ridge (post-processing): V^{-1} = U diag(1/max(e, ridge)) U^T
-        evals, evecs = np.linalg.eigh(gram + lam * np.eye(d))
-        inv = 1.0 / np.maximum(evals, cal.ridge)
-        v_inv = np.einsum("mij,mj,mkj->mik", evecs, inv, evecs)
-        theta = np.einsum("mij,mj->mi", v_inv, moment)
-        return EpisodicRidgeRelease(*_frozen(gram, moment, theta, v_inv), ucb_alpha=cal.ucb_alpha,
-                                    shared=M == 1, episode=self.n_releases + 1, n_summed=n_summed)
+            n_summed, w_norm = 1, np.ones(M)
+        return self._release_of(gram, moment, w_norm, self.n_releases + 1, n_summed)
 
     def _record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
         cal = self.cal
@@ -259,11 +348,15 @@ class EpisodicRidgeCurator(EpisodicCurator):
 
     def _report_note(self) -> str:
         cal = self.cal
+        centred = f"rewards centred at c = {cal.centre:.6g}; " if cal.centre else ""
+        rule = f"action rule {cal.rule!r}" + (f" (width failure probability alpha = {cal.alpha:g})"
+                                              if cal.rule == "ucb" else "")
         if cal.calibration == "none":
-            return f"Estimate: mode {cal.mode!r}, ridge {cal.ridge:g}."
+            return f"Estimate: mode {cal.mode!r}, ridge {cal.ridge:g}; {centred}{rule}."
         return (f"Calibration {cal.calibration!r}: gram_share w = {cal.gram_share:.4g} ({cal.gram_share_rule}), "
-                f"sigma_G = {cal.sigma_G:.6g}, sigma_b = {cal.sigma_b:.6g}; estimate mode {cal.mode!r} (post-processing: each user is in one "
-                f"release either way), regulariser {cal.regulariser(1):.6g} for one release.")
+                f"sigma_G = {cal.sigma_G:.6g}, sigma_b = {cal.sigma_b:.6g}; {centred}estimate mode {cal.mode!r} "
+                f"(post-processing of released arrays: each user is in one release either way), regulariser "
+                f"{cal.regulariser(1):.6g} for one release; {rule} (post-processing).")
 
 
 class EpisodicRidge(PrivateAgent):
@@ -282,50 +375,86 @@ class EpisodicRidge(PrivateAgent):
         when ``theta_bound`` is infinite (stated in the privacy report's note).
     first_episode:
         Users in episode 0 (int >= 1); default d (shared) or K d (disjoint).
+    growth:
+        Episode growth factor r (int >= 1): episode ell has ``first_episode * r**ell`` users; default 2 (doubling).
     mode:
-        ``"forget"`` (estimate from the last release, default) or ``"sum"`` (sum of all releases).
+        ``"weighted"`` (default: every release with the public weights of ``docs/episodic-agents.md`` §6.2; noise off
+        it is ridge regression on every user so far), ``"forget"`` (the last release only) or ``"sum"`` (the plain
+        sum of all releases).
     ridge:
         Base ridge and eigenvalue floor, > 0 (default 1).
     lam:
         Fixed regulariser >= ridge, or None (default) for ``ridge + 2 sigma_G sqrt(m d)``.
     ucb_alpha:
-        >= 0; width ``ucb_alpha ||x||_{V^{-1}}`` added to the greedy score (default 0: greedy).
+        >= 0; heuristic width ``ucb_alpha ||x||_{V^{-1}}`` added to the greedy score (default 0: greedy).
     reward_clip:
         B > 0: rewards clipped to [-B, B] (default: :func:`~dpbandit.agents.private.reward_clip_range`).
+    centre:
+        Subtract the clip's midpoint c = (lo + hi)/2 from every reward (default True): the moment's sensitivity
+        becomes 2 L (hi - lo)/2 (§6.1; no change for a symmetric clip). The argmax is unchanged by the shift.
+    rule:
+        ``"greedy"`` (default), ``"ucb"`` (the width beta ||x||_{V^{-1}} of §6.3, which accounts for the released
+        noise; needs a finite theta_bound) or ``"thompson"`` (§6.4; draws from the exploration stream).
+    alpha:
+        Failure probability in (0, 1) of the UCB width (default 0.05).
+    target_bound:
+        S_r > 0, a public bound on the ridge target's l2 norm, used by the weights and the default gram_share;
+        default ``min(||theta||_2 bound, 2 B / L)`` (§6.2).
     """
 
     name = "episodic_ridge"
 
     def __init__(self, constants: BanditConstants, epsilon: float = 1.0, delta: float | None = None,
                  calibration: str = "exact", gram_share: float | None = None, first_episode: int | None = None,
-                 mode: str = "forget", ridge: float = 1.0, lam: float | None = None, ucb_alpha: float = 0.0,
-                 reward_clip: float | None = None):
+                 mode: str = "weighted", ridge: float = 1.0, lam: float | None = None, ucb_alpha: float = 0.0,
+                 reward_clip: float | None = None, growth: int = 2, centre: bool = True, rule: str = "greedy",
+                 alpha: float = 0.05, target_bound: float | None = None):
         budget = EpisodicBudget.build(constants, epsilon, delta)
         calibration = check_choice("calibration", calibration, ("exact", "zcdp"))
         mode = check_choice("mode", mode, MODES)
+        rule = check_choice("rule", rule, RULES)
+        if not isinstance(centre, (bool, np.bool_)):
+            raise TypeError(f"centre must be a bool, got {centre!r}")
+        alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+        if rule == "ucb":
+            require_finite_theta_bound(constants, "episodic_ridge with rule='ucb'", "the confidence width beta")
+            if lam is not None:
+                raise ValueError("lam must be None with rule='ucb': the width's regulariser is "
+                                 "ridge + sigma_G ||w|| (2 sqrt(d) + 2 sqrt(ln(3/alpha))) (docs/episodic-agents.md §6.3)")
         ridge = check_real("ridge", ridge, low=0.0, low_inclusive=False)
         if lam is not None:
             lam = check_real("lam", lam, low=ridge)
         ucb_alpha = check_real("ucb_alpha", ucb_alpha, low=0.0)
         if first_episode is None:
             first_episode = default_first_episode(constants.n_arms, constants.dim, constants.structure)
-        self.schedule = EpisodeSchedule(constants.horizon, check_int("first_episode", first_episode, low=1))
+        self.schedule = EpisodeSchedule(constants.horizon, check_int("first_episode", first_episode, low=1),
+                                        check_int("growth", growth, low=1))
         self.epsilon, self.delta = budget.epsilon, budget.delta
         self.cal = EpisodicRidgeCalibration.build(constants, budget, calibration, gram_share, ridge, lam, mode,
-                                                  ucb_alpha, reward_clip)
+                                                  ucb_alpha, reward_clip, bool(centre), rule, alpha, target_bound)
         super().__init__(constants)
 
     def memory_estimate(self) -> int:
-        """The curator's episode buffer (the longest episode's contexts, arms and rewards) and per model a few
-        (d+1) x (d+1) matrices (statistics, noise, factor): checked before anything is allocated."""
-        return 8 * (self.schedule.max_length * (self.dim + 2) + 4 * self.n_arms * (self.dim + 1) ** 2)
+        """The curator's peak, checked before anything is allocated: its chunk buffer (contexts, arms, rewards of
+        :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users) and per model about ten (d+1) x (d+1) matrices (the
+        episode's sums, their noise, the combined statistics, the eigendecomposition and V^{-1} of the release). It
+        does not grow with T."""
+        rows, models = min(CHUNK_ROWS, self.schedule.max_length), self.cal.n_models
+        return 8 * (2 * rows * (self.dim + 2) + 10 * models * (self.dim + 1) ** 2)
 
     def _make_curator(self, privacy_rng: np.random.Generator) -> EpisodicRidgeCurator:
         return EpisodicRidgeCurator(self.cal, self.schedule, self.n_arms, privacy_rng)
 
     @staticmethod
     def action_rule(release: EpisodicRidgeRelease, observation: np.ndarray, rng: np.random.Generator) -> int:
-        """``argmax_a x_a^T theta_hat (+ ucb_alpha ||x_a||_{V^{-1}})`` from the release and this user's (K, d) rows."""
-        scores = ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared,
-                              np.asarray(observation, dtype=float))
+        """The release's rule on this user's (K, d) rows: greedy ``argmax_a x_a^T theta_hat`` (+ ``ucb_alpha
+        ||x_a||_{V^{-1}}``), UCB (+ ``beta ||x_a||_{V^{-1}}``) or Thompson (greedy on a draw from ``rng``, the
+        exploration stream)."""
+        X = np.asarray(observation, dtype=float)
+        if release.rule == "ucb":
+            scores = ucb_scores(release.theta, release.v_inv, release.beta, release.shared, X)
+        elif release.rule == "thompson":
+            scores = thompson_scores(release.theta, release.basis, release.scale, release.shared, X, rng)
+        else:
+            scores = ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared, X)
         return argmax_random_tie(scores, rng)

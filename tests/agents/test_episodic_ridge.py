@@ -86,7 +86,7 @@ def _noise_draws(structure, n):
     """n releases of one fixed episode (3 users, T = 3): the released G~ - G and b~ - b of every model."""
     K, d = 3, 3
     c = constants(K=K, d=d, T=3, structure=structure)
-    agent = EpisodicRidge(c, epsilon=1.0, delta=1e-3, first_episode=3)
+    agent = EpisodicRidge(c, epsilon=1.0, delta=1e-3, first_episode=3, mode="forget", centre=False)  # one release
     rng = np.random.default_rng(5)
     x = np.array([[0.6, 0.0, 0.8], [0.0, 1.0, 0.0], [0.3, 0.4, 0.0]])
     users = [(np.tile(x[i], (K, 1)) if structure == "disjoint" else x, i, 0.5 - 0.4 * i) for i in range(3)]

@@ -72,9 +72,9 @@ def test_episodic_ridge_without_a_bound_splits_evenly_and_its_report_says_so(iri
     note = agent.privacy_report().note
     assert "gram_share w = 0.5 (default for theta_bound = inf: an even split" in note
     bounded = make_agent("episodic_ridge", _own_data(iris, theta_bound=2.0), epsilon=1.0)
-    L, B = 1.0, 1.0  # unit contexts, rewards in [0, 1]
-    assert bounded.cal.gram_share == pytest.approx(L * 2.0 / (L * 2.0 + 2 * B))
-    assert "(default L S / (L S + 2 B))" in bounded.privacy_report().note
+    L, B = 1.0, 0.5  # unit contexts, rewards in [0, 1] centred at 1/2; S = min(2, 2 B / L) = 1
+    assert bounded.cal.gram_share == pytest.approx(L * 1.0 / (L * 1.0 + 2 * B))
+    assert "(default L S / (L S + 2 B) with S = S_r = 1 = min(||theta||_2 bound, 2 B / L)" in bounded.privacy_report().note
 
 
 def _constants(low, high):
