@@ -69,7 +69,7 @@ def test_an_absurd_number_of_parallel_jobs_is_refused_before_any_work(command, t
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("command", [["run"], ["frontier"], ["reproduce", "table-5.1"], ["reproduce", "figure-5.1"],
+@pytest.mark.parametrize("command", [["run"], ["frontier"], ["oco"], ["reproduce", "table-5.1"], ["reproduce", "figure-5.1"],
                                      ["reproduce", "fliphat"]])
 def test_every_command_whose_refusal_names_allow_long_accepts_it(command, capsys):
     """Before: frontier and figure-5.1 refused a run of more than a week with "pass --allow-long", a flag they did
