@@ -12,7 +12,7 @@ import pytest
 from dpbandit.agents.dp_hdb import warmup_length
 from dpbandit.experiment.cli import main
 from dpbandit.offline import LoggedData
-from dpbandit.privacy.calibrate import _gaussian_delta, gaussian_sigma_analytic
+from dpbandit.privacy.gaussian_calibration import _gaussian_delta, gaussian_sigma_analytic
 from tests.one_line import one_line_error
 
 
