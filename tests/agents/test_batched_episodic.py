@@ -156,10 +156,11 @@ def test_score_functions_rows_are_bit_for_bit_the_single_calls(S, K, d):
 
 @pytest.mark.parametrize("name,structure,params", [
     ("fliphat", "disjoint", {}), ("fliphat", "shared", {"iterations": 3}),
+    ("episodic_ridge", "disjoint", {"first_episode": 2}), ("episodic_ridge", "shared", {"first_episode": 2}),
 ])
 def test_chunks_absorbed_mid_episode_keep_every_seed_bit_identical(name, structure, params, monkeypatch):
     """With chunks of 5 users (episodes up to 16 long), every seed's curator absorbs its own full chunks into its
     sums inside the lockstep round: releases stay bit for bit the single path's."""
-    monkeypatch.setattr("dpbandit.agents.fliphat.CHUNK_ROWS", 5)
+    monkeypatch.setattr(f"dpbandit.agents.{name}.CHUNK_ROWS", 5)
     assert _agents(name, [0], structure, **params)[0].curator.buffer_rows == 5
     test_update_by_hand_matches_each_seeds_own_update(name, structure, params)

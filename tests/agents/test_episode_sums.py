@@ -70,3 +70,33 @@ def test_fliphat_releases_from_sums_are_those_from_rows(structure, link, params,
         if structure == "disjoint":
             np.testing.assert_array_equal(a.counts, b.counts)
     assert sums.curator.n_releases == 9 and np.abs(sums.curator.release().theta).sum() > 0
+
+
+@pytest.mark.parametrize("structure", ["shared", "disjoint"])
+def test_episodic_ridge_releases_the_episodes_gram_and_moments_from_chunks(structure, monkeypatch):
+    """Noise off, chunks of 7 users in episodes of 10, 20, 40 users: each release's statistics are those of its own
+    episode's users (to rounding), the users of earlier episodes forgotten."""
+    from dpbandit.agents.episodic_ridge import EpisodicRidge
+
+    monkeypatch.setattr("dpbandit.agents.episodic_ridge.CHUNK_ROWS", 7)
+    env = GLMBanditEnv(n_arms=3, dim=4, horizon=70, structure=structure, contexts="gaussian", context_norm="l2",
+                       context_bound=1.0, normalize="scale")
+    agent = EpisodicRidge(env.unwrapped.constants, epsilon=float("inf"), first_episode=10, mode="forget")
+    agent.reset(0)
+    assert agent.curator.buffer_rows == 7
+    rng = np.random.default_rng(3)
+    X, arms, y = [], [], []
+    for t in range(70):
+        obs = rng.standard_normal((3, 4))
+        obs /= np.linalg.norm(obs, axis=1, keepdims=True)
+        arm, reward = int(rng.integers(3)), float(np.clip(rng.normal(), -1.0, 1.0))
+        agent.update(obs, arm, reward, {})
+        X.append(obs[arm]), arms.append(arm), y.append(reward)
+        if t + 1 in (10, 30, 70):
+            start = {10: 0, 30: 10, 70: 30}[t + 1]
+            Xe, ae, ye = np.array(X[start:]), np.array(arms[start:]), np.array(y[start:])
+            release = agent.curator.release()
+            for m in range(release.gram.shape[0]):
+                mine = ae == m if structure == "disjoint" else np.ones(len(ae), dtype=bool)
+                np.testing.assert_allclose(release.gram[m], Xe[mine].T @ Xe[mine], rtol=1e-12, atol=1e-12)
+                np.testing.assert_allclose(release.moment[m], Xe[mine].T @ ye[mine], rtol=1e-12, atol=1e-12)

@@ -252,7 +252,7 @@ def test_episodic_agents_memory_does_not_grow_with_the_horizon_and_row_buffers_a
         return GLMBanditEnv(n_arms=2, dim=d, horizon=T, structure="shared", theta="sparse", sparsity=5, link=link)
 
     for name, link, params in [("fliphat", "identity", {}), ("fliphat", "logistic", {}),
-                               ("fliphat", "identity", {"iterations": 3})]:
+                               ("fliphat", "identity", {"iterations": 3}), ("episodic_ridge", "identity", {})]:
         short, long = (make_agent(name, env(T, link=link), **params).memory_estimate() for T in (10**4, 10**7))
         assert short == long, (name, link, params)
         assert long < (40 if name == "fliphat" and not params else 200) * 2**20, (name, long)
