@@ -75,7 +75,9 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
                  estimators=None, reward_model="ridge", folds=2, clip=None, interval="bca",
                  policies=()) -> pd.DataFrame:
     """One row per agent (or policy) and position: guarantee, ε, δ, accepted rounds and each estimate with its 95%
-    interval over the data (columns ``NAME``, ``NAME_low``, ``NAME_high``, ``NAME_ess``).
+    interval over the data (columns ``NAME``, ``NAME_low``, ``NAME_high``, ``NAME_ess``); ``played_rounds``: rounds
+    (mean over seeds) where the agent's action distribution is undefined and its played action stands in
+    (:mod:`dpbandit.offline.policies`; shown only when some are).
 
     Everything is checked before any replay: the log must let replay expect at least
     :data:`~dpbandit.offline.replay.MIN_EXPECTED_ACCEPTED` accepted rounds (one near-zero propensity makes
@@ -124,6 +126,8 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
                 row[f"{name}_low"] = min(r.estimates[name].low for r in results)
                 row[f"{name}_high"] = max(r.estimates[name].high for r in results)
                 row[f"{name}_ess"] = float(np.mean([r.estimates[name].ess for r in results]))
+            # rounds where the agent's distribution is undefined and its played action stands in (a warning says so)
+            row["played_rounds"] = float(np.mean([r.played_rounds for r in results]))
             if all(r.truth is not None for r in results):  # a synthetic log keeps every action's expected reward
                 row["truth"] = float(np.mean([r.truth for r in results]))
             row["assumption"] = POOLED_ASSUMPTION if position == "pooled" else ""
@@ -136,6 +140,7 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
 def shown_table(table: pd.DataFrame, estimators) -> pd.DataFrame:
     """The printed view: one ``value [low, high]`` column per estimator."""
     keep = ["agent", "position", "guarantee", "epsilon", "delta", "accepted"] + (["truth"] if "truth" in table else [])
+    keep += ["played_rounds"] if table["played_rounds"].any() else []
     if table["position"].nunique() == 1:
         keep.remove("position")
     shown = table[keep].copy()

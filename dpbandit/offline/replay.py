@@ -3,8 +3,9 @@ logged data: rejection-sampling replay and the off-policy estimators of :mod:`dp
 
 One pass over the whole log (in its order, or shuffled with ``shuffle=True``). At logged round i the agent sees the
 context ``x_i`` (every arm's row, disjoint structure), states its action distribution ``pi_i`` where it is defined
-(:func:`~dpbandit.offline.policies.agent_probabilities`; otherwise the one-hot row of its action) and picks
-``b_i``; the log holds action ``a_i``, reward ``r_i`` and propensity ``p_i``. Then:
+(:func:`~dpbandit.offline.policies.agent_probabilities`; otherwise the one-hot row of its action, counted in
+``OfflineResult.played_rounds`` and stated in a warning) and picks ``b_i``; the log holds action ``a_i``, reward
+``r_i`` and propensity ``p_i``. Then:
 
 * **Replay** (rejection sampling, Li, Chu, Langford & Wang, WSDM 2011): when ``b_i = a_i`` the event is
   *accepted* with probability ``p_min / p_i`` (``p_min`` = the smallest logged propensity; always 1 for a uniform
@@ -182,7 +183,9 @@ class OfflineResult:
     """One offline evaluation: ``curve`` (per accepted round: ``t, reward, cumulative_reward``), ``estimates``
     (estimator -> :class:`~dpbandit.offline.estimators.Estimate`: value, interval over the data, n, effective
     sample size), ``accepted``, ``logged`` (rounds evaluated: the whole log), ``pi`` ``(n, K)`` the evaluated
-    distributions in log order, the privacy report (dict or None) and its offline ``privacy_scope``; ``truth``: the
+    distributions in log order, the privacy report (dict or None) and its offline ``privacy_scope``;
+    ``played_rounds``: the rounds whose row of ``pi`` is the one-hot row of the agent's played action because its
+    distribution is not defined there (:mod:`dpbandit.offline.policies`; unbiased, noisier); ``truth``: the
     true value ``mean_i sum_a pi[i, a] mu(x_i, a)`` when the log keeps every action's expected reward
     (``extra["expected_reward"]``, synthetic logs: :func:`~dpbandit.offline.logged.log_policy`, OBP's synthetic
     data), else None."""
@@ -195,11 +198,13 @@ class OfflineResult:
     privacy_scope: str = OFFLINE_PRIVACY_SCOPE
     pi: np.ndarray | None = field(default=None, repr=False)
     truth: float | None = None
+    played_rounds: int = 0
 
     def table(self) -> pd.DataFrame:
-        """One row per estimator: ``estimator, value, low, high, n, ess, interval``."""
+        """One row per estimator: ``estimator, value, low, high, n, ess, interval, played_rounds`` (and ``truth``)."""
         table = pd.DataFrame([{"estimator": e.name, "value": e.value, "low": e.low, "high": e.high, "n": e.n,
-                               "ess": e.ess, "interval": e.method} for e in self.estimates.values()])
+                               "ess": e.ess, "interval": e.method, "played_rounds": self.played_rounds}
+                              for e in self.estimates.values()])
         if self.truth is not None:
             table["truth"] = self.truth
         return table
@@ -224,12 +229,14 @@ def _replay_estimate(rewards: np.ndarray, reward_range: tuple[float, float], int
 
 
 def _agent_pass(agent: Agent, data: LoggedData, contexts: np.ndarray, order: np.ndarray, accept: np.ndarray,
-                seed: int) -> tuple[np.ndarray, list[float]]:
-    """Replay ``agent`` over the log in ``order``: its distributions ``(n, K)`` (log order) and accepted rewards."""
+                seed: int) -> tuple[np.ndarray, list[float], int]:
+    """Replay ``agent`` over the log in ``order``: its distributions ``(n, K)`` (log order), accepted rewards and the
+    number of rounds whose distribution is undefined (the played action's one-hot row; a warning says so)."""
     agent.reset(seed)
     k, horizon = data.n_actions, agent.constants.horizon
     pi = np.zeros((data.n_rounds, k))
     rewards: list[float] = []
+    played = 0
     act, update = agent.act, agent.update
     for i in order:
         obs = np.broadcast_to(contexts[i], (k, data.dim))
@@ -237,6 +244,7 @@ def _agent_pass(agent: Agent, data: LoggedData, contexts: np.ndarray, order: np.
         b = act(obs)
         if probs is None:
             pi[i, b] = 1.0
+            played += 1
         else:
             pi[i] = probs
         a = int(data.action[i])
@@ -244,7 +252,11 @@ def _agent_pass(agent: Agent, data: LoggedData, contexts: np.ndarray, order: np.
             r = float(data.reward[i])
             update(obs, a, r, {})
             rewards.append(r)
-    return pi, rewards
+    if played:
+        warnings.warn(f"{type(agent).__name__}: its action distribution is not defined in {played} of {data.n_rounds} "
+                      "rounds (dpbandit.offline.policies); the estimators use its played action there (one-hot: "
+                      "unbiased, noisier; played_rounds in the results)", RuntimeWarning, stacklevel=3)
+    return pi, rewards, played
 
 
 def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.ndarray], Any], seed: int, *,
@@ -313,7 +325,7 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
     accept = coins < pscore.min() / pscore
     if is_agent:
         contexts = normalise(data.context, agent.constants.context_norm, agent.constants.context_bound, normalize)
-        pi, rewards = _agent_pass(agent, data, contexts, order, accept, seed)
+        pi, rewards, n_played = _agent_pass(agent, data, contexts, order, accept, seed)
         report = agent.privacy_report()
         report = None if report is None else report.to_dict()
     else:
@@ -323,7 +335,7 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
         draws = np.random.default_rng(stream(seed, "exploration").spawn(2)[1]).random(data.n_rounds)
         played = np.minimum((pi.cumsum(axis=1) < draws[:, None]).sum(axis=1), data.n_actions - 1)
         hit = order[(played[order] == data.action[order]) & accept[order]]
-        rewards, report = data.reward[hit].tolist(), None
+        rewards, report, n_played = data.reward[hit].tolist(), None, 0
     rng = np.random.default_rng(stream(seed, "exploration").spawn(2)[0])
     options = dict(interval=interval, level=level, n_resamples=n_resamples, rng=rng, reward_range=(low, high),
                    pi_b=logging_distribution(data))
@@ -343,4 +355,5 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
     truth = None
     if expected is not None and np.shape(expected) == pi.shape:
         truth = float((pi * np.asarray(expected, dtype=np.float64)).sum(axis=1).mean())
-    return OfflineResult(curve, estimates, int(rewards_arr.size), data.n_rounds, report, pi=pi, truth=truth)
+    return OfflineResult(curve, estimates, int(rewards_arr.size), data.n_rounds, report, pi=pi, truth=truth,
+                         played_rounds=n_played)
