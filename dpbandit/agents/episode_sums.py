@@ -74,10 +74,11 @@ class EpisodeSums:
         """``(G (M, d, d) symmetric or None, b (M, d), n (M,) int)``: fresh arrays of the sums so far; the sums are
         then zero (the episode is forgotten)."""
         gram = None
-        if self._gram is not None:
-            lower = np.tril(self._gram)
-            gram = lower + np.tril(lower, -1).transpose(0, 2, 1)
-            self._gram[...] = 0.0
+        if self._gram is not None:  # the lower triangles hold the sums, the upper ones zeros: mirror them exactly
+            G, d = self._gram, self.dim
+            gram = G + G.transpose(0, 2, 1)
+            gram.reshape(self.n_models, -1)[:, :: d + 1] = G.reshape(self.n_models, -1)[:, :: d + 1]
+            G[...] = 0.0
         moment, counts = self._moment.copy(), self._counts.copy()
         self._moment[...] = 0.0
         self._counts[...] = 0
