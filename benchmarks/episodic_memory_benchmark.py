@@ -1,0 +1,139 @@
+"""Episodic agents in bounded memory, and episodic ridge's per-round CPU against DP-HDB's (issue 25, item 3). JSON.
+
+Workload: ``dpbandit/SparseLinear-v0`` (identity link) and ``dpbandit/SparseLogistic-v0`` (logistic) with K = 2,
+d = 1000 (``--arms``, ``--dim``), epsilon = 1, delta = 1/T, default parameters otherwise; ``simulate`` with 100
+checkpoints, one BLAS thread. Every (case, T) runs in its own child process (``--child``), which reports:
+
+* ``peak_rss_mib``: the child's peak resident set size (``resource.getrusage(RUSAGE_SELF).ru_maxrss``): the
+  interpreter, numpy, the environment and the agent at their largest;
+* ``agent_mib``: ``peak_rss_mib`` minus that of the environment loop alone (an agent that does nothing, same T, same
+  run): what the agent adds;
+* ``memory_estimate_mib``: the agent's up-front estimate (``Agent.memory_estimate``, checked before it allocates);
+  ``rows_buffer_mib``: what buffering the longest episode's rows (the design before issue 25: about T/2 x d floats)
+  would hold at this T, for comparison;
+* ``cpu_us_per_round``: ``time.process_time`` of the child's ``simulate`` per round; for episodic ridge also
+  ``release_cpu_us_per_round``, the share spent in its per-episode releases (``_publish`` and the initial release:
+  noise, combination, eigendecomposition and V^{-1}), timed by wrapping those methods in the child (the computation
+  is unchanged).
+
+Cases: ``fliphat`` (identity), ``fliphat_logistic`` (M = 1), ``episodic_ridge`` (identity), ``dp_hdb`` (the
+reference: DP-POFW's K x d state), ``env_loop`` (the floor). Printed per T: the memory figures, and the ratios
+``episodic_ridge / dp_hdb`` of CPU per round (the issue's target: <= 1), with and without the releases. "Does not
+grow with T": ``agent_mib`` at the largest T against the smallest (``growth_mib``).
+
+    python benchmarks/episodic_memory_benchmark.py [--horizons 20000,100000] [--dim 1000] [--arms 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+from _bench import emit, machine
+
+CASES = {
+    "env_loop": ("dpbandit/SparseLinear-v0", None),
+    "fliphat": ("dpbandit/SparseLinear-v0", "fliphat"),
+    "fliphat_logistic": ("dpbandit/SparseLogistic-v0", "fliphat"),
+    "episodic_ridge": ("dpbandit/SparseLinear-v0", "episodic_ridge"),
+    "dp_hdb": ("dpbandit/SparseLinear-v0", "dp_hdb"),
+}
+MIB = 2**20
+
+
+def child(case: str, horizon: int, dim: int, arms: int) -> dict:
+    """Run one case in this process and return its figures (module docstring)."""
+    import gymnasium
+    from threadpoolctl import threadpool_limits
+
+    import dpbandit.envs  # noqa: F401
+    from _bench import DoNothing
+    from dpbandit.agents import make_agent
+    from dpbandit.agents.episodic_ridge import EpisodicRidgeCurator
+    from dpbandit.experiment import simulate
+
+    env_id, name = CASES[case]
+    env = gymnasium.make(env_id, n_arms=arms, dim=dim, horizon=horizon)
+    agent = DoNothing() if name is None else make_agent(name, env, epsilon=1.0)
+    release_cpu = [0.0]
+    for method in ("_publish", "_initial_release"):  # timed, not changed
+        inner = getattr(EpisodicRidgeCurator, method)
+
+        def timed(self, *args, _inner=inner):
+            start = time.process_time()
+            try:
+                return _inner(self, *args)
+            finally:
+                release_cpu[0] += time.process_time() - start
+
+        setattr(EpisodicRidgeCurator, method, timed)
+    with threadpool_limits(limits=1, user_api="blas"):
+        start = time.process_time()
+        simulate(env, agent, 0, checkpoints=100)
+        cpu = time.process_time() - start
+    out = {"peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "cpu_us_per_round": 1e6 * cpu / horizon}
+    if name is not None:
+        out["memory_estimate_mib"] = agent.memory_estimate() / MIB
+        schedule = getattr(agent, "schedule", None)
+        if schedule is not None:
+            out["rows_buffer_mib"] = 8 * schedule.max_length * (dim + 2) / MIB
+    if name == "episodic_ridge":
+        out["release_cpu_us_per_round"] = 1e6 * release_cpu[0] / horizon
+    return out
+
+
+def run_child(case: str, horizon: int, dim: int, arms: int) -> dict:
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, __file__, "--child", case, "--horizons", str(horizon), "--dim", str(dim),
+                           "--arms", str(arms)], capture_output=True, text=True, env=env, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--horizons", default="20000,100000")
+    parser.add_argument("--dim", type=int, default=1000)
+    parser.add_argument("--arms", type=int, default=2)
+    parser.add_argument("--child", choices=sorted(CASES))
+    args = parser.parse_args()
+    horizons = [int(h) for h in args.horizons.split(",")]
+    if args.child:
+        print(json.dumps(child(args.child, horizons[0], args.dim, args.arms)))
+        return
+    load, start = os.getloadavg(), time.perf_counter()
+    results = {}
+    for T in horizons:
+        runs = {case: run_child(case, T, args.dim, args.arms) for case in CASES}
+        floor = runs["env_loop"]["peak_rss_mib"]
+        for case, r in runs.items():
+            if case != "env_loop":
+                r["agent_mib"] = r["peak_rss_mib"] - floor
+            results.setdefault(case, {})[f"T={T}"] = {k: round(v, 1) for k, v in r.items()}
+        ridge, hdb = runs["episodic_ridge"], runs["dp_hdb"]
+        without = ridge["cpu_us_per_round"] - ridge["release_cpu_us_per_round"]
+        results.setdefault("ratios", {})[f"T={T}"] = {
+            "episodic_ridge_over_dp_hdb_cpu": round(ridge["cpu_us_per_round"] / hdb["cpu_us_per_round"], 2),
+            "episodic_ridge_without_releases_over_dp_hdb_cpu": round(without / hdb["cpu_us_per_round"], 2),
+            "meets_1x": ridge["cpu_us_per_round"] <= hdb["cpu_us_per_round"],
+        }
+    first, last = f"T={horizons[0]}", f"T={horizons[-1]}"
+    for case in ("fliphat", "fliphat_logistic", "episodic_ridge", "dp_hdb"):
+        results[case]["growth_mib"] = round(results[case][last]["agent_mib"] - results[case][first]["agent_mib"], 1)
+    emit({
+        "benchmark": "episodic_memory",
+        "workload": {"envs": "SparseLinear-v0 / SparseLogistic-v0", "n_arms": args.arms, "dim": args.dim,
+                     "horizons": horizons, "epsilon": 1.0, "one process per (case, T)": True},
+        "results": results,
+        "seconds_total": round(time.perf_counter() - start, 1),
+        "machine": machine(load),
+    })
+
+
+if __name__ == "__main__":
+    main()
