@@ -92,13 +92,34 @@ from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
 from dpbandit.validation import check_choice, check_int, check_real
 
 __all__ = ["EpisodicRidge", "EpisodicRidgeCalibration", "EpisodicRidgeCurator", "EpisodicRidgeRelease", "MODES",
-           "UNBOUNDED_GRAM_SHARE", "ridge_scores", "theta_l2_bound"]
+           "UNBOUNDED_GRAM_SHARE", "ROW_CLIP_FACTOR", "clip_rows", "default_row_clip", "ridge_scores", "theta_l2_bound"]
 
 #: Estimate from every release with optimal public weights (default), the last release only, or the plain sum.
 MODES: tuple[str, ...] = ("weighted", "forget", "sum")
 _SAFETY = 1.0 + 1e-9  # noise scales rounded up so the target survives floating-point error
 #: Default ``gram_share`` when ``theta_bound`` is infinite (the optimal share ``L S / (L S + 2 B)`` is undefined).
 UNBOUNDED_GRAM_SHARE = 0.5
+
+
+#: Default l2 clip of l_inf-bounded rows, in units of b sqrt(d) / sqrt(2 ln(2 d)) (the l2 norm of a Gaussian vector
+#: scaled to l_inf norm b): docs/episodic-agents.md §6.6.
+ROW_CLIP_FACTOR = 1.5
+
+
+def default_row_clip(c: BanditConstants) -> float:
+    """The public l2 radius played rows are clipped to before they enter the statistics (§6.6): none (inf) for l2
+    contexts; for l_inf contexts of bound b, ``b sqrt(d) min(1, 1.5 / sqrt(2 ln(2 d)))`` instead of the worst case
+    ``b sqrt(d)``."""
+    if c.context_norm != "linf" or c.dim < 2:
+        return math.inf
+    factor = ROW_CLIP_FACTOR / math.sqrt(2.0 * math.log(2.0 * c.dim))
+    return math.inf if factor >= 1.0 else c.context_bound * math.sqrt(c.dim) * factor
+
+
+def clip_rows(X: np.ndarray, radius: float) -> np.ndarray:
+    """Rows of X (..., d) scaled to l2 norm <= radius (a new array; rows inside are unchanged)."""
+    norms = np.sqrt(np.einsum("...i,...i->...", X, X))
+    return X * np.minimum(1.0, radius / np.maximum(norms, 1e-300))[..., None]
 
 
 def theta_l2_bound(c: BanditConstants) -> float:
@@ -134,13 +155,21 @@ class EpisodicRidgeCalibration:
     theta_l2: float = math.inf  # S: l2 bound on theta (the UCB width)
     rule: str = "greedy"
     alpha: float = 0.05  # failure probability of the UCB width
+    row_clip: float = math.inf  # l2 radius rows are clipped to (inf: none); L = min(declared bound, row_clip)
 
     @classmethod
     def build(cls, c: BanditConstants, budget: EpisodicBudget, calibration: str, gram_share: float | None,
               ridge: float, lam: float | None, mode: str, ucb_alpha: float,
               reward_clip: float | None, centre: bool = False, rule: str = "greedy", alpha: float = 0.05,
-              target_bound: float | None = None) -> EpisodicRidgeCalibration:
+              target_bound: float | None = None, row_clip: float | None = None) -> EpisodicRidgeCalibration:
         L = context_l2_bound(c)
+        if row_clip is None:
+            row_clip = default_row_clip(c)
+        else:
+            row_clip = check_real("row_clip", row_clip, low=0.0, low_inclusive=False, allow_inf=True)
+        if row_clip >= L:
+            row_clip = math.inf  # the declared bound already holds: nothing to clip
+        L = min(L, row_clip)
         clip = reward_clip_range(c, reward_clip, name="reward_clip")
         B = clip.bound
         shift = 0.0
@@ -172,7 +201,8 @@ class EpisodicRidgeCalibration:
         return cls(budget=budget, calibration=calibration, n_models=c.n_arms if c.structure == "disjoint" else 1,
                    dim=c.dim, L=L, B=B, clip=clip, context_norm=c.context_norm, context_bound=c.context_bound,
                    gram_share=w, gram_share_rule=rule_w, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam,
-                   mode=mode, ucb_alpha=ucb_alpha, centre=shift, target_bound=S_r, theta_l2=S2, rule=rule, alpha=alpha)
+                   mode=mode, ucb_alpha=ucb_alpha, centre=shift, target_bound=S_r, theta_l2=S2, rule=rule, alpha=alpha,
+                   row_clip=row_clip)
 
     @property
     def spread(self) -> float:
@@ -192,7 +222,11 @@ class EpisodicRidgeCalibration:
 
     @property
     def sensitivity_assumption(self) -> str:
-        bound = l2_bound_text(self.context_norm, self.context_bound, self.L)
+        if math.isfinite(self.row_clip):
+            bound = (f"rows clipped to ||x||_2 <= L = {self.L:.6g} before they enter the statistics (declared "
+                     f"||x||_{self.context_norm[1:]} <= {self.context_bound:g}; docs/episodic-agents.md §6.6)")
+        else:
+            bound = l2_bound_text(self.context_norm, self.context_bound, self.L)
         y = f"|y - {self.centre:.6g}| (centred)" if self.centre else "|y|"
         return (f"contexts {bound} (environment constants); {self.clip.describe()}, so {y} <= B = {self.B:.6g}; "
                 f"replace-one per episode: ||xx^T - x'x'^T||_F <= sqrt(2) L^2 (whitened L^2/sigma_G under symmetric "
@@ -223,6 +257,7 @@ class EpisodicRidgeRelease:
     beta: np.ndarray | None = None
     basis: np.ndarray | None = None
     scale: np.ndarray | None = None
+    row_clip: float = math.inf
 
 
 def ridge_scores(theta: np.ndarray, v_inv: np.ndarray, ucb_alpha: float, shared: bool,
@@ -300,12 +335,14 @@ class EpisodicRidgeCurator(EpisodicCurator):
             basis, scale = _frozen(evecs, thompson_scale(evals, cal.spread, tau2))
         return EpisodicRidgeRelease(*_frozen(gram, moment, theta, v_inv), ucb_alpha=cal.ucb_alpha,
                                     shared=cal.n_models == 1, episode=episode, n_summed=n_summed, rule=cal.rule,
-                                    beta=beta, basis=basis, scale=scale)
+                                    beta=beta, basis=basis, scale=scale, row_clip=cal.row_clip)
 
     def _absorb(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         """Add a chunk of the episode's users to its sums ``G_m += sum x x^T``, ``b_m += sum (y - c) x``
         (:mod:`~dpbandit.agents.episode_sums`; the moments of y - c when centring, §6.1)."""
         cal = self.cal
+        if math.isfinite(cal.row_clip):  # rows clipped to the public l2 radius (§6.6)
+            X = clip_rows(X, cal.row_clip)
         self._sums.absorb(X, arms if cal.n_models > 1 else None, rewards - cal.centre if cal.centre else rewards)
 
     def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> EpisodicRidgeRelease:
@@ -400,6 +437,9 @@ class EpisodicRidge(PrivateAgent):
     target_bound:
         S_r > 0, a public bound on the ridge target's l2 norm, used by the weights and the default gram_share;
         default ``min(||theta||_2 bound, 2 B / L)`` (§6.2).
+    row_clip:
+        l2 radius > 0 (or inf) every played row is clipped to before it enters the statistics (and in the action
+        rule); L = min(declared bound, row_clip). Default :func:`default_row_clip` (none for l2 contexts).
     """
 
     name = "episodic_ridge"
@@ -408,7 +448,7 @@ class EpisodicRidge(PrivateAgent):
                  calibration: str = "exact", gram_share: float | None = None, first_episode: int | None = None,
                  mode: str = "weighted", ridge: float = 1.0, lam: float | None = None, ucb_alpha: float = 0.0,
                  reward_clip: float | None = None, growth: int = 2, centre: bool = True, rule: str = "greedy",
-                 alpha: float = 0.05, target_bound: float | None = None):
+                 alpha: float = 0.05, target_bound: float | None = None, row_clip: float | None = None):
         budget = EpisodicBudget.build(constants, epsilon, delta)
         calibration = check_choice("calibration", calibration, ("exact", "zcdp"))
         mode = check_choice("mode", mode, MODES)
@@ -431,7 +471,8 @@ class EpisodicRidge(PrivateAgent):
                                         check_int("growth", growth, low=1))
         self.epsilon, self.delta = budget.epsilon, budget.delta
         self.cal = EpisodicRidgeCalibration.build(constants, budget, calibration, gram_share, ridge, lam, mode,
-                                                  ucb_alpha, reward_clip, bool(centre), rule, alpha, target_bound)
+                                                  ucb_alpha, reward_clip, bool(centre), rule, alpha, target_bound,
+                                                  row_clip)
         super().__init__(constants)
 
     def memory_estimate(self) -> int:
@@ -451,6 +492,8 @@ class EpisodicRidge(PrivateAgent):
         ||x_a||_{V^{-1}}``), UCB (+ ``beta ||x_a||_{V^{-1}}``) or Thompson (greedy on a draw from ``rng``, the
         exploration stream)."""
         X = np.asarray(observation, dtype=float)
+        if math.isfinite(release.row_clip):  # the user's own rows, as the curator clips them
+            X = clip_rows(X, release.row_clip)
         if release.rule == "ucb":
             scores = ucb_scores(release.theta, release.v_inv, release.beta, release.shared, X)
         elif release.rule == "thompson":

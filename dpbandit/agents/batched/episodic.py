@@ -35,6 +35,7 @@ episode for logistic FLIPHAT with M > 1.
 from __future__ import annotations
 
 import abc
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -144,7 +145,7 @@ class BatchedEpisodicRidge(BatchedEpisodic):
 
     @classmethod
     def build(cls, agents) -> "BatchedEpisodicRidge | None":
-        if agents[0].cal.rule != "greedy":
+        if agents[0].cal.rule != "greedy" or math.isfinite(agents[0].cal.row_clip):  # rows clipped in the rule
             return None
         return super().build(agents)
 
