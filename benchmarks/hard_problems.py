@@ -1,0 +1,135 @@
+"""Issue 28 measurements: private agents on the hard problems, as ratios of final regret to uniform random play with
+paired-bootstrap 95 % intervals over common seeds (:func:`dpbandit.experiment.stats.ratio_interval`). Prints JSON;
+not a test.
+
+Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/*.toml``, at the issue's horizon):
+
+* ``sparse-logistic-ar-d100`` / ``-d400``: disjoint sparse logistic rewards, AR(0.5) contexts, K = 3, T = 2e4,
+  epsilon = 4 (target: best private agent <= 0.65x random, interval's upper end < 0.70);
+* ``digits``: classification of scikit-learn's digits (K = 10, d = 64, theta_bound = 1), T = 2e4, epsilon = 1
+  (target <= 0.70x random);
+* ``dense-shared-linear`` (SharedLinear-v0) and ``han-figure-5.1`` at epsilon = 1: no regression of the episodic
+  agents (the previous defaults are run beside the new ones: ``episodic_ridge_v1`` = mode "forget", no centring,
+  the old share, no row clip);
+* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge).
+
+Every agent sees the same users and reward noise for a seed (common random numbers), so ratios are paired by seed.
+
+    python benchmarks/hard_problems.py [--seeds 5] [--horizon 20000] [--scenarios sparse-logistic-ar-d100,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import time
+import tomllib
+from pathlib import Path
+
+import gymnasium
+import numpy as np
+
+import dpbandit  # noqa: F401  (registers the environments)
+from dpbandit.agents import make_agent
+from dpbandit.experiment.stats import ratio_interval
+
+SCENARIOS = Path(__file__).resolve().parent.parent / "dpbandit" / "experiment" / "bench" / "scenarios"
+EPSILON = {"sparse-logistic-ar-d100": 4.0, "sparse-logistic-ar-d400": 4.0, "digits": 1.0,
+           "dense-shared-linear": 1.0, "han-figure-5.1": 1.0}
+INF = math.inf
+
+
+def agents(theta_bound: float) -> dict[str, tuple[str, dict]]:
+    """name -> (registry name, parameters without epsilon); ``None`` epsilon: non-private."""
+    # the defaults before issue 28: forget, uncentred, share L S / (L S + 2 B), the declared context bound
+    old = {"mode": "forget", "centre": False, "target_bound": theta_bound, "row_clip": INF}
+    return {
+        "greedy": ("greedy", {}),
+        "linucb": ("linucb", {}),
+        "episodic_ridge": ("episodic_ridge", {}),
+        "episodic_ridge_thompson": ("episodic_ridge", {"rule": "thompson"}),
+        "episodic_ridge_ucb": ("episodic_ridge", {"rule": "ucb"}),
+        "episodic_ridge_v1": ("episodic_ridge", old),
+        "episodic_ridge_noise_off": ("episodic_ridge", {"epsilon": INF}),
+        "episodic_ridge_noise_off_uncentred": ("episodic_ridge", {"epsilon": INF, "centre": False}),
+        "episodic_ridge_v1_noise_off": ("episodic_ridge", dict(old, epsilon=INF)),
+        "fliphat": ("fliphat", {}),
+        "random": ("random", {}),
+    }
+
+
+PRIVATE = {"episodic_ridge", "episodic_ridge_thompson", "episodic_ridge_ucb", "episodic_ridge_v1", "fliphat"}
+
+
+def run(env, name: str, params: dict, seed: int) -> tuple[float, float]:
+    """(final regret, seconds) of one seed; the loop of ``runner.simulate``."""
+    agent = make_agent(name, env, **params)
+    start = time.perf_counter()
+    obs, _ = env.reset(seed=seed)
+    agent.reset(seed)
+    regret = 0.0
+    for _ in range(env.unwrapped.constants.horizon):
+        arm = agent.act(obs)
+        next_obs, reward, _, _, info = env.step(arm)
+        agent.update(obs, arm, reward, info)
+        regret += info["regret"]
+        obs = next_obs
+    return regret, time.perf_counter() - start
+
+
+def scenario(name: str, horizon: int, seeds: int, only: set[str] | None) -> dict:
+    spec = tomllib.loads((SCENARIOS / f"{name}.toml").read_text())
+    kwargs = {k: v for k, v in spec["env"].items() if k != "id"}
+    env = gymnasium.make(spec["env"]["id"], horizon=horizon, **kwargs)
+    c = env.unwrapped.constants
+    eps = EPSILON[name]
+    regrets, seconds, refused = {}, {}, {}
+    for label, (agent, params) in agents(c.theta_bound).items():
+        if only and label not in only and label != "random":
+            continue
+        params = dict(params)
+        if label in PRIVATE:
+            params.setdefault("epsilon", eps)
+        try:
+            make_agent(agent, env, **params)
+        except (ValueError, TypeError) as exc:
+            refused[label] = str(exc)
+            continue
+        out = [run(env, agent, params, s) for s in range(seeds)]
+        regrets[label] = np.array([r for r, _ in out])
+        seconds[label] = float(np.mean([t for _, t in out]))
+    rnd = regrets["random"]
+    rows = {}
+    for label, r in regrets.items():
+        iv = ratio_interval(r, rnd)
+        rows[label] = {"ratio_to_random": round(iv.estimate, 4), "ci95": [round(iv.low, 4), round(iv.high, 4)],
+                       "mean_regret": round(float(r.mean()), 2), "seconds_per_seed": round(seconds[label], 2)}
+    for label, ref in (("episodic_ridge_noise_off", "greedy"), ("episodic_ridge_noise_off_uncentred", "greedy"),
+                       ("episodic_ridge_v1_noise_off", "greedy"), ("episodic_ridge", "episodic_ridge_v1")):
+        if label in regrets and ref in regrets:
+            iv = ratio_interval(regrets[label], regrets[ref])
+            rows[label][f"ratio_to_{ref}"] = [round(iv.estimate, 4), round(iv.low, 4), round(iv.high, 4)]
+    return {"env": spec["env"], "horizon": horizon, "epsilon": eps, "seeds": seeds, "delta": "1/T",
+            "agents": rows, "refused": refused}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--horizon", type=int, default=20_000)
+    parser.add_argument("--scenarios", default=",".join(EPSILON))
+    parser.add_argument("--agents", default="", help="comma-separated labels (random is always run)")
+    args = parser.parse_args()
+    only = set(args.agents.split(",")) if args.agents else None
+    out = {"load": os.getloadavg(), "cpus": os.cpu_count(), "scenarios": {}}
+    for name in args.scenarios.split(","):
+        out["scenarios"][name] = scenario(name, args.horizon, args.seeds, only)
+        print(json.dumps({name: out["scenarios"][name]}), flush=True)
+    out["load_after"] = os.getloadavg()
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
