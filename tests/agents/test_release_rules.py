@@ -142,3 +142,22 @@ def test_refusals():
         EpisodicRidge(unbounded, rule="ucb")
     assert "\n" not in str(info.value)
     EpisodicRidge(unbounded, rule="thompson")  # Thompson needs no bound on theta
+
+
+@pytest.mark.parametrize("theta_bound", [None, 1.0])
+@pytest.mark.parametrize("rule", ["greedy", "ucb", "thompson"])
+def test_on_own_data_every_rule_refuses_in_one_line_or_acts_on_the_data(rule, theta_bound):
+    """Own data (iris through Classification-v0), the parameter bound unknown or stated: UCB refuses without a
+    bound (naming theta_bound), and every rule that runs beats uniform random play (check_acts_on_data)."""
+    from sklearn.datasets import load_iris
+
+    from dpbandit.experiment.checks import check_acts_on_data
+
+    X, y = load_iris(return_X_y=True)
+    env = gymnasium.make("dpbandit/Classification-v0", X=X, y=y, horizon=400,
+                         **({} if theta_bound is None else {"theta_bound": theta_bound}))
+    result = check_acts_on_data("episodic_ridge", env, {"epsilon": 1e3, "rule": rule}, n_rounds=400)
+    if rule == "ucb" and theta_bound is None:
+        assert result.outcome == "refused" and "theta_bound" in result.message
+    else:
+        assert result.outcome == "acts"
