@@ -30,6 +30,7 @@ TINY = {
     "fliphat_acceptance.py": "--seeds 2 --long-horizon 200 --short-horizon 100",
     "frontier_benchmark.py": "--seeds 2 --horizon 50 --n-jobs 1",
     "linucb_benchmark.py": "--repeats 1 --horizon 40 --dims 5",
+    "offline_coverage_acceptance.py": "--logs 2 --rounds 500 --resamples 99",
     "oco_benchmark.py": "--rounds 20 --repeats 1 --dims 5 --budget 2",
     "sweep_benchmark.py": "--seeds 2 --horizon 50 --n-jobs 1",
     "tree_benchmark.py": "--items 64 --repeats 1",

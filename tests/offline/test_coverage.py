@@ -5,9 +5,11 @@ The bar. The issue asks for >= 18 of 20 draws. A calibrated 95 % interval meets 
 (policy, estimator), and the 27 combinations here share their draws, so a fixed seed set fails it a good part of the
 time: on the seed set fixed before the first run (logs 1000-1019) the counts were 16-19 of 20 (uniform play: 17 for
 most estimators, the same three draws missing for all). The test therefore asserts >= 16 of 20 per combination (a
-calibrated interval falls below with probability 0.003), and :func:`test_ips_interval_is_calibrated_over_400_logs`
-checks the calibration itself on 400 logs (observed 0.9575; asserted >= 0.92, probability 0.003 below for a
-calibrated interval).
+calibrated interval falls below with probability 0.003), and
+:func:`test_every_estimators_interval_is_calibrated_over_400_logs` checks each estimator's calibration itself (400
+logs, seeds 5000-5399; observed out of 800: replay 0.961, IPS 0.956, SNIPS 0.959, DR / SNDR / switch-DR / clipped DR
+0.946, clipped IPS 0.956; DM 0.930 of 200). ``benchmarks/offline_coverage_acceptance.py`` measures every
+(policy, estimator) cell, BCa and t, LinUCB included, over 300 further logs.
 
 The logs: K = 5 actions, contexts uniform on [-1, 1]^3, Bernoulli rewards with mean 0.5 + 0.4 x^T theta_a
 (||theta_a||_1 = 1: means in [0.1, 0.9], linear, so the ridge reward model is well specified), logged by the
@@ -26,6 +28,7 @@ from dpbandit.agents import make_agent
 from dpbandit.offline import LoggedData, ReplayEnv, evaluate_offline, fixed_arm, uniform_policy
 from dpbandit.offline.estimators import estimate
 from dpbandit.offline.replay import ESTIMATORS
+from dpbandit.offline.reward_model import fit_reward_model, ridge_dm_deviations
 
 N, K, D, DRAWS = 10_000, 5, 3, 20
 LOGGING = np.array([0.3, 0.25, 0.2, 0.15, 0.1])
@@ -33,12 +36,14 @@ THETA = np.random.default_rng(123).normal(size=(K, D))
 THETA /= np.abs(THETA).sum(axis=1, keepdims=True)
 
 
-def _log(seed):
+def _log(seed, n=N):
+    """One synthetic log of ``n`` rounds (module docstring) and every action's expected reward ``(n, K)``; also the
+    logs of ``benchmarks/offline_coverage_acceptance.py``."""
     rng = np.random.default_rng(seed)
-    context = rng.uniform(-1, 1, size=(N, D))
+    context = rng.uniform(-1, 1, size=(n, D))
     means = 0.5 + 0.4 * context @ THETA.T
-    action = rng.choice(K, size=N, p=LOGGING)
-    reward = (rng.random(N) < means[np.arange(N), action]).astype(float)
+    action = rng.choice(K, size=n, p=LOGGING)
+    reward = (rng.random(n) < means[np.arange(n), action]).astype(float)
     return LoggedData(context, action, reward, K, pscore=LOGGING[action]), means
 
 
@@ -66,12 +71,30 @@ def test_every_estimators_interval_covers_the_truth_in_18_of_20_draws():
     assert clipped_target >= 16
 
 
-def test_ips_interval_is_calibrated_over_400_logs():
-    """Uniform play's IPS t-interval (the terms of every estimator's interval) against the population value 0.5
-    (contexts are centred, so every static policy's value is 0.5) in 400 logs of n = 10,000."""
-    covered = 0
+def test_every_estimators_interval_is_calibrated_over_400_logs():
+    """Each estimator's 95 % interval covers the population value 0.5 in >= 92 % of 800 intervals: uniform play and
+    the fixed arm (weights 10) on 400 logs of n = 10,000 (seeds 5000-5399, fixed before the first run). Student-t
+    intervals (BCa's resampling over 400 logs is too slow for every CI run; ``benchmarks/offline_coverage_acceptance.py``
+    measures both, and LinUCB, over 300 other logs); replay's over its accepted rounds. DM's interval is its ridge
+    refit bootstrap (:func:`~dpbandit.offline.reward_model.ridge_dm_deviations`, 199 resamples), for the fixed arm on
+    every other log: >= 90 % of 200. A calibrated interval falls below either bar with probability < 1e-3, and a
+    too-wide one (> 98.5 % of 800) would be caught too: the rare-reward bound does not bind on these logs."""
+    covered = {name: 0 for name in ESTIMATORS}
+    arm = fixed_arm(4, N, K)
     for draw in range(400):
         data, _ = _log(5000 + draw)
-        e = estimate("ips", data.reward, data.action, data.pscore, uniform_policy(N, K), interval="t")
-        covered += e.covers(0.5)
-    assert covered >= 0.92 * 400
+        q = fit_reward_model(data, "ridge", 2)
+        for pi in (uniform_policy(N, K), arm):
+            replay = evaluate_offline(data, pi, draw, estimators=("replay",), interval="t").estimates["replay"]
+            covered["replay"] += replay.covers(0.5)
+            for name in ESTIMATORS[1:]:
+                if name != "dm":
+                    e = estimate(name, data.reward, data.action, data.pscore, pi, q, clip=10.0, interval="t")
+                    covered[name] += e.covers(0.5)
+        if draw % 2 == 0:
+            deviations = ridge_dm_deviations(data, arm, np.random.default_rng(draw))
+            covered["dm"] += estimate("dm", data.reward, data.action, data.pscore, arm, q,
+                                      model_deviations=deviations).covers(0.5)
+    rates = {name: count / (200 if name == "dm" else 800) for name, count in covered.items()}
+    bad = {name: rate for name, rate in rates.items() if not (0.90 if name == "dm" else 0.92) <= rate <= 0.985}
+    assert not bad, f"coverage outside [0.92, 0.985] (DM: [0.90, 0.985]): {bad}; all: {rates}"
