@@ -241,19 +241,33 @@ class DPUCBCurator(Curator):
 
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
         real = self.stage(observation, arm, reward)
-        noise = self._noise.add() if self._noise is not None else _NO_NOISE
-        self._release = self.publish(real, noise, self._release.cholesky)
+        noise = self._noise
+        if noise is None:
+            self._release = self.publish(real, _NO_NOISE, self._release.cholesky)
+            return
+        # the closing node's draw from the privacy stream, then one kernel closes it and publishes
+        level, draw = noise.next_node()
+        chol, u = np.zeros(self._V.shape), np.empty(self._V.shape[:2])
+        failures = kernels.close_and_publish(noise.suffix, level, draw, noise.scale, self._gram, self._v, real,
+                                             self._V, u, chol, self._failed)
+        self._release = self._released(chol, u, failures)
 
     def publish(self, model: int, noise: np.ndarray, previous: np.ndarray) -> DPUCBRelease:
         """Add the staged item to ``model``'s exact sums and release the noisy V_t and u
         (:func:`~dpbandit.agents.dp_ucb_kernels.publish`, which factors every model when the noise is on, else only
         ``model``, keeping the others' ``previous`` factors); a V_t that the noise made indefinite is lifted
-        (:func:`~dpbandit.agents.dp_ucb_release.factor`)."""
-        cal, (M, d) = self.cal, self._V.shape[:2]
-        chol, u = np.zeros((M, d, d)), np.empty((M, d))
-        if kernels.publish(self._gram, self._v, model, noise, self._V, u, chol, previous, self._failed):
+        (:func:`~dpbandit.agents.dp_ucb_release.factor`). (A noisy round of :meth:`observe` runs the same kernel
+        behind the tree's node closing, in one call.)"""
+        chol, u = np.zeros(self._V.shape), np.empty(self._V.shape[:2])
+        failures = kernels.publish(self._gram, self._v, model, noise, self._V, u, chol, previous, self._failed)
+        return self._released(chol, u, failures)
+
+    def _released(self, chol: np.ndarray, u: np.ndarray, failures: int) -> DPUCBRelease:
+        """The release of the factors ``chol`` and responses ``u`` a kernel wrote, the failed models lifted."""
+        cal = self.cal
+        if failures:
             lift(chol, self._V, self._failed, cal.rho_min)
-        return DPUCBRelease(self._t, frozen(chol), frozen(u), cal.beta(self._t), M == 1)
+        return DPUCBRelease(self._t, frozen(chol), frozen(u), cal.beta(self._t), cal.n_models == 1)
 
     def stage(self, observation: np.ndarray, arm: int, reward: float) -> int:
         """Check one user's data, count the user and set ``v = [x; clipped y]``; returns the model that gets the

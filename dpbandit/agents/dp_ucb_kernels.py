@@ -28,8 +28,9 @@ from numba.extending import get_cython_function_address
 
 from dpbandit.agents.baselines import best_and_ties
 from dpbandit.compiled import kernel
+from dpbandit.privacy.tree_noise import close_node
 
-__all__ = ["load_item", "load_items", "publish", "publish_stack", "scores", "scores_stack"]
+__all__ = ["close_and_publish", "load_item", "load_items", "publish", "publish_stack", "scores", "scores_stack"]
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -151,6 +152,19 @@ def publish(gram, v, model, noise, V, u, chol, previous, failed):
         else:
             chol[m] = previous[m]
     return failures
+
+
+@kernel
+def close_and_publish(suffix, level, draw, scale, gram, v, model, V, u, chol, failed):
+    """The single path's noisy round in one call: close the tree's level-``level`` node with noise ``scale * draw``
+    in its path sums ``suffix`` (L + 1, M P) (:func:`~dpbandit.privacy.tree_noise.close_node`, the draw from the
+    privacy stream, made by the caller) and :func:`publish` with the release's noise ``suffix[0]``, factoring every
+    model; returns the number of V_t that are not positive definite."""
+    close_node(suffix, level, draw, scale)
+    return publish(gram, v, model, suffix[0], V, u, chol, _NO_FACTORS, failed)
+
+
+_NO_FACTORS = np.empty((0, 1, 1))  # publish's ``previous`` with the noise on (every model is factored)
 
 
 @kernel

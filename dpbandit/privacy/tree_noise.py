@@ -18,7 +18,7 @@ from dpbandit.privacy.noise import GaussianNoise, Noise
 from dpbandit.privacy.tree import TreeAccounting, check_item_shape, check_noise, tree_depth
 from dpbandit.validation import check_generator, check_int
 
-__all__ = ["TreeNoise", "TreeNoiseStack"]
+__all__ = ["TreeNoise", "TreeNoiseStack", "close_node"]
 
 
 class TreeNoise:
@@ -73,8 +73,21 @@ class TreeNoise:
         """Step t -> t + 1: the node closing now gets its noise draw; returns the release's noise (a view of the
         state, valid until the next step). ``ValueError`` beyond the horizon."""
         i = self._step()
-        _close_node(self.suffix, i, self._draw(), self._scale)
+        close_node(self.suffix, i, self._draw(), self._scale)
         return self.suffix[0]
+
+    def next_node(self) -> tuple[int, np.ndarray]:
+        """:meth:`add` for a caller that closes the node in its own compiled round: steps t -> t + 1 and returns the
+        closing node's level and draw (before :attr:`scale`; a buffer valid until the next step). The caller must
+        then run ``close_node(suffix, level, draw, scale)`` (:func:`close_node`, e.g. from its kernel) before
+        reading the release's noise ``suffix[0]``: the same draws and sums as :meth:`add`."""
+        i = self._step()
+        return i, self._draw()
+
+    @property
+    def scale(self) -> float:
+        """The factor a node's draw is scaled by where it closes (sigma for Gaussian noise, else 1)."""
+        return self._scale
 
     def _draw(self, out: np.ndarray | None = None) -> np.ndarray:
         """The closing node's draw before its scale (into ``out`` if given): standard normals for Gaussian noise
@@ -95,7 +108,7 @@ class TreeNoise:
 
 
 @kernel
-def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray, scale: float) -> None:
+def close_node(suffix: np.ndarray, i: int, draw: np.ndarray, scale: float) -> None:
     """Close the level-i node with noise ``scale * draw`` ((d,)) in the path suffix sums (L + 1, d): its suffix is
     the one above plus the noise, and the levels below copy it, so ``suffix[0]`` is the release's noise. (No array
     is returned: boxing a view costs more than the loop at DP-UCB's sizes.)"""
@@ -107,9 +120,9 @@ def _close_node(suffix: np.ndarray, i: int, draw: np.ndarray, scale: float) -> N
 
 @kernel
 def _close_nodes(suffix: np.ndarray, i: int, draws: np.ndarray, scale: float) -> None:
-    """:func:`_close_node` for each tree of a stack: suffix sums (S, L + 1, d), draws (S, d)."""
+    """:func:`close_node` for each tree of a stack: suffix sums (S, L + 1, d), draws (S, d)."""
     for s in range(suffix.shape[0]):
-        _close_node(suffix[s], i, draws[s], scale)
+        close_node(suffix[s], i, draws[s], scale)
 
 
 class TreeNoiseStack:
