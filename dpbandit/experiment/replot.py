@@ -9,6 +9,9 @@ The kind of a run directory is read from its files (:func:`run_kind`):
   faceted by (horizon, epsilon), each panel with the private agents at that epsilon and the references of that
   horizon (never pooling epsilons into one curve), and the frontier figure redrawn from ``frontier.csv``;
 * ``"oco"`` — ``dpbandit oco`` (manifest kind "oco"): OCO regret curves, one panel per stream;
+* ``"bench"`` — ``dpbandit bench`` (manifest kind "bench"): regret curves, one panel per scenario, of the agents
+  that ran in the bench (the shipped reference holds final regrets only, no curves), and each scenario's
+  privacy-regret figure redrawn from ``scores.csv``;
 * ``"table-5.1"`` — refused: that reproduction is a table (``table.md``), it has no figure.
 
 Anything else is refused with a :class:`ValueError` naming the directory (the CLI prints it as one line).
@@ -28,7 +31,7 @@ from dpbandit.experiment.results import COLUMNS
 __all__ = ["KINDS", "run_kind", "replot"]
 
 #: Run kinds :func:`replot` draws (``"table-5.1"`` is recognised and refused).
-KINDS: tuple[str, ...] = ("bandit", "frontier", "oco")
+KINDS: tuple[str, ...] = ("bandit", "frontier", "oco", "bench")
 
 
 def _manifest(run_dir: Path) -> dict:
@@ -57,6 +60,8 @@ def run_kind(run_dir: str | Path) -> str:
     kind = manifest.get("kind")
     if kind == "reproduce table-5.1":
         return "table-5.1"
+    if kind == "bench":
+        return "bench"
     columns = _columns(run_dir, manifest)
     if kind == "oco" or {"stream", "learner", "cumulative_regret"} <= columns:
         return "oco"
@@ -123,7 +128,7 @@ def replot(run_dir: str | Path, output: str | Path | None = None, *, title: str 
     frontier = None
     if kind == "frontier" and (run_dir / "frontier.csv").is_file():
         frontier = read_table(run_dir / "frontier.csv")
-    writes_in_run = output is None or frontier is not None
+    writes_in_run = output is None or frontier is not None or kind == "bench"
     with run_lock(run_dir) if writes_in_run else contextlib.nullcontext():
         if kind == "oco":
             from dpbandit.experiment.oco import OCO_REGRET
@@ -134,9 +139,33 @@ def replot(run_dir: str | Path, output: str | Path | None = None, *, title: str 
         if kind == "bandit":
             private = _private_from_manifest(manifest, results["agent"].unique())
             return [plot_regret(results, target, title=title or run_dir.name, private=private, **options)]
+        if kind == "bench":
+            return _replot_bench(run_dir, manifest, results, target, title, options)
         frame, private = _frontier_panels(results)
         paths = [plot_regret(frame, target, title=title or f"{run_dir.name}: regret curves per (T, ε)",
                              private=private, facet="panel", **options)]
         if frontier is not None:
             paths.append(plot_frontier(frontier, run_dir / "frontier.png", title=title or run_dir.name))
         return paths
+
+
+def _replot_bench(run_dir: Path, manifest: dict, results: pd.DataFrame, target: Path, title: str | None,
+                  options: dict) -> list[Path]:
+    """A bench run's regret curves (agents with more than one recorded round: the reference's rows are final values
+    only) and its privacy-regret figures, one per scenario, from the verified ``scores.csv``."""
+    from dpbandit.experiment.bench.scorecard import scenario_figure
+    from dpbandit.experiment.plots import plot_regret
+    from dpbandit.files import save_figure
+
+    rounds = results.groupby(["env_id", "agent"])["t"].transform("nunique")
+    curves = results[rounds > 1]
+    private = _private_from_manifest(manifest, curves["agent"].unique())
+    paths = [plot_regret(curves, target, title=title or f"{run_dir.name}: regret curves per scenario", private=private,
+                         **options)]
+    scores = read_table(run_file(run_dir, manifest, "scores", "scores.csv"))
+    for scenario in dict.fromkeys(scores["scenario"]):
+        name = manifest.get("files", {}).get(f"figure {scenario}")
+        if name:
+            paths.append(save_figure(scenario_figure(scores, scenario), run_file(run_dir, manifest,
+                                                                                 f"figure {scenario}", name)))
+    return paths

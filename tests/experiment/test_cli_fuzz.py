@@ -68,6 +68,7 @@ TINY: dict[str, dict] = {
     "reproduce fliphat": {"always": ["--quick", "--no-progress"], "required": ["--horizon", "--seeds", "--arms",
                                                                                "--epsilons"], "cases": 20},
     "reproduce": {"always": [], "required": [], "cases": 8},  # the dispatcher itself: missing / unknown targets
+    "bench": {"always": ["--tiny", "--no-progress"], "required": ["--n-jobs"], "cases": 16},
 }
 #: A case that runs longer than this is a failure (a size or time that should have been refused before any work).
 CASE_SECONDS = 20

@@ -55,6 +55,8 @@ WRITERS = {
     "reproduce fliphat": (lambda out, ins: ["reproduce", "fliphat", "--quick", "--out", str(out), "--no-progress"],
                           "fliphat-quick"),
     "notebooks": (lambda out, ins: ["notebooks", "--copy", str(out)], None),
+    "bench": (lambda out, ins: ["bench", "--tiny", "--n-jobs", "1",
+                                "--out", str(out), "--no-progress"], "bench-tiny"),
 }
 #: The file of each writer's output that the cases plant (default: results.csv).
 PLANTED = {"replay": "table.csv", "plot": "regret.png", "notebooks": "CITATION.cff"}

@@ -46,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_const", const="quick", dest="size",
                       help="the quick sizes (short horizons, 5 seeds, epsilon 1 and 8 and noise off): minutes")
-    size.add_argument("--size", choices=("quick", "full", "tiny"), help=argparse.SUPPRESS)  # tiny: tests
+    size.add_argument("--tiny", action="store_const", const="tiny", dest="size", help=argparse.SUPPRESS)  # tests
     parser.add_argument("--suite", default=suite_name(), choices=(suite_name(),),
                         help="the suite (default and only one: %(default)s)")
     parser.add_argument("--agent", action="append", dest="agents", metavar="TYPE",
@@ -61,7 +61,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="replace every scenario's epsilon grid (finite values; noise off is always added)")
     parser.add_argument("--seeds", type=_count, help="the first N seeds instead of the size's")
     parser.add_argument("--audit", action="store_true",
-                        help="also run the empirical audit (check_private_agent(..., audit=True)) per agent and epsilon")
+                        help="also run check_private_agent(..., audit=True) (conformance and an empirical audit) per "
+                             "scenario and agent, at its smallest epsilon")
     parser.add_argument("--n-jobs", dest="n_jobs", type=_count, default=2, help="parallel jobs (default 2)")
     parser.add_argument("--backend", choices=("local", "dask"), default="local", help="where jobs run")
     parser.add_argument("--dask-address", dest="dask_address", help="dask.distributed scheduler (--backend dask)")

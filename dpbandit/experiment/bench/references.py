@@ -22,6 +22,8 @@ from typing import Any
 
 import pandas as pd
 
+from dpbandit.files import _EXACT_CSV
+
 from dpbandit.experiment.bench.suite import load_scenario, scenario_names, suite_name
 
 __all__ = ["COMMAND", "FINAL_COLUMNS", "Reference", "builtin_agents", "load_reference", "reference_experiment",
@@ -82,7 +84,7 @@ def load_reference(size: str) -> Reference | None:
     if not (table.is_file() and record.is_file()):
         return None
     with table.open("rb") as f:
-        finals = pd.read_csv(f, float_precision="round_trip")
+        finals = pd.read_csv(f, **_EXACT_CSV)  # floats read back exactly
     return Reference(size, finals, json.loads(record.read_text(encoding="utf-8")))
 
 

@@ -4,7 +4,7 @@ A scenario (``scenarios/<name>.toml``) names one environment (a registered id an
 the suite, and gives its sizes: ``quick`` (``dpbandit bench --quick``) and ``full`` (``dpbandit bench``), each a
 horizon T, a number of seeds and a grid of finite epsilons; every private agent is also run with ``epsilon = inf``
 (its noise-off version, the second reference of its ratios). A scenario may fix hyperparameters of an agent
-(``[agents.<type>]``, e.g. FLIPHAT's sparsity in its own setting). A hidden ``tiny`` size (T <= 100, one epsilon)
+(``[agents.<type>]``, e.g. FLIPHAT's sparsity in its own setting). A hidden ``tiny`` size (T <= 60, one epsilon, one scenario unless named)
 exists for tests.
 
 ``suite.toml`` holds the suite's name (:data:`SUITE`, versioned: a scenario that changes meaning gets a new suite
@@ -39,6 +39,10 @@ __all__ = ["SIZES", "Scenario", "Size", "agent_label", "load_scenario", "scenari
 #: The public sizes of the suite (``"tiny"``, for tests, is accepted too but not listed).
 SIZES: tuple[str, ...] = ("quick", "full")
 _ALL_SIZES = (*SIZES, "tiny")
+#: The hidden ``tiny`` size (tests): this horizon at most, 5 seeds, the quick grid's first epsilon; a tiny bench
+#: without a list of scenarios runs only :data:`TINY_SCENARIOS`.
+TINY_HORIZON = 60
+TINY_SCENARIOS = ("dense-shared-linear",)
 #: Recorded rounds per job (the regret curves of ``dpbandit plot``); final regret is always recorded.
 CHECKPOINTS = 10
 _KEYS = {"name", "why", "env", "agents", "sizes"}
@@ -127,7 +131,7 @@ def _parse(name: str, data: dict) -> Scenario:
         raise ValueError(f"scenario {name!r}: the horizon belongs to its sizes, not to [env]")
     sizes = {key: _size(name, key, data["sizes"].get(key)) for key in SIZES}
     quick = sizes["quick"]
-    sizes["tiny"] = Size(min(quick.horizon, 100), 5, quick.epsilons[:1])
+    sizes["tiny"] = Size(min(quick.horizon, TINY_HORIZON), 5, quick.epsilons[:1])
     return Scenario(name, " ".join(str(data.get("why", "")).split()), env.pop("id"), env, sizes,
                     {k: dict(v) for k, v in data.get("agents", {}).items()})
 
