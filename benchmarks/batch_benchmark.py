@@ -31,7 +31,8 @@ Where the issue sets a target (``TARGETS``), ``target`` and ``bound_reaches_targ
 say whether any bit-identical lockstep could reach it in this run. Greedy and the preset environments print no
 bound. Every case runs once untimed first. ``speedup_range`` is the
 smallest and largest speedup within one repetition (the cases of a repetition run back to back): the spread a busy or
-throttled machine gives.
+throttled machine gives. ``"cpu"`` holds the same figures from CPU time (``_bench.py``), which other processes do not
+inflate.
 
 ``--agents`` / ``--env`` measure other agents (default parameters) or a preset environment (``--env
 dpbandit/HanFigure51-K2-v0``: the preset's K and d, ``--dims`` ignored), e.g. the frontier's episodic agents:
@@ -47,13 +48,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import gymnasium
 import numpy as np
 
 import dpbandit.envs  # noqa: F401
-from _bench import emit, interleaved_times, machine, timed
+from _bench import clock, emit, interleaved_clocks, machine, timed
 from dpbandit.agents import dp_ucb_kernels as kernels
 from dpbandit.agents import make_agent
 from dpbandit.agents.batched.dp_hdb import _add_gradients, _greedy_indices
@@ -89,7 +89,13 @@ def measure(agent_type: str, dim: int | None, horizon: int, n_seeds: int, repeat
         cases.update(floor)
     for case in cases.values():  # warm-up, not timed: the kernels' first calls, the environments' first makes
         case()
-    times = interleaved_times(cases, repeats)
+    clocks = interleaved_clocks(cases, repeats)
+    wall, cpu = ({name: [getattr(t, which) for t in v] for name, v in clocks.items()} for which in ("wall", "cpu"))
+    return {**figures(wall, agent_type, floor, n_seeds, horizon), "cpu": figures(cpu, agent_type, floor, n_seeds, horizon)}
+
+
+def figures(times: dict[str, list[float]], agent_type: str, floor: dict, n_seeds: int, horizon: int) -> dict:
+    """The figures of one clock's seconds per case and repetition."""
     s = {name: statistics.median(v) for name, v in times.items()}
     single, batched = horizon / s["single"], n_seeds * horizon / s["batched"]
     each = sorted(n_seeds * a / b for a, b in zip(times["single"], times["batched"]))  # within each repetition
@@ -142,15 +148,15 @@ def dpucb_kernels(env_spec: EnvSpec, n_seeds: int, horizon: int):
     noise = form.trees.add().copy()
     clip, linf = form.cal.clip, form.cal.context_norm == "linf"
 
-    def run() -> float:
-        start = time.perf_counter()
+    def run():
+        start = clock()
         for t in range(horizon):
             obs = X[t % 64]
             kernels.load_items(obs, arms, rewards, clip.low, clip.high, linf, form.v)
             chol, u = np.zeros(form.V.shape), np.empty(form.V.shape[:3])
             kernels.publish_stack(form.gram, form.v, models, noise, form.V, u, chol, form.no_previous, form.failed)
             kernels.scores_stack(chol, u, obs, 1.0, form.scores, form.best, form.ties)
-        return (time.perf_counter() - start) / n_seeds
+        return (clock() - start) / n_seeds
 
     return run
 
@@ -174,8 +180,8 @@ def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int, warmup_roun
     chosen, V = np.empty(S * K, dtype=np.int64), np.zeros((S * K, d))
     last_j, last_value = np.zeros(S * K, dtype=np.int64), np.zeros(S * K)
 
-    def run() -> float:
-        start = time.perf_counter()
+    def run():
+        start = clock()
         for t in range(horizon):
             obs = X[t % 16]
             if t >= warmup_rounds:
@@ -183,33 +189,33 @@ def dphdb_kernels(n_seeds: int, n_arms: int, dim: int, horizon: int, warmup_roun
             _add_gradients(scores, best, coef, obs[:, 0], s_inf)
             pofw_kernels.first_accepted(scores.reshape(-1, 2 * d), rows, k, u, 1.0, envelope, chosen)
             pofw_kernels.move_to_vertices(V, chosen, 1.0, last_j, last_value)
-        return (time.perf_counter() - start) / n_seeds
+        return (clock() - start) / n_seeds
 
     return run
 
 
 def own_draws(rounds: int, draw, size: int):
     """A case timing ``rounds`` calls of ``draw(rng, buffer)`` with one generator and a float buffer of ``size``."""
-    def run() -> float:
+    def run():
         rng, buf = np.random.default_rng(0), np.empty(size)
-        start = time.perf_counter()
+        start = clock()
         for _ in range(rounds):
             draw(rng, buf)
-        return time.perf_counter() - start
+        return clock() - start
 
     return run
 
 
 def env_lockstep(env_spec: EnvSpec, n_seeds: int):
     """A case timing the GLM environment of ``n_seeds`` seeds in lockstep, arm 0 every round (reset included)."""
-    def run() -> float:
+    def run():
         vec = GLMBanditVectorEnv(n_seeds, **env_spec.kwargs)
         arms = np.zeros(n_seeds, dtype=np.intp)
-        start = time.perf_counter()
+        start = clock()
         vec.reset(seed=0)
         for _ in range(vec.horizon):
             vec.step(arms)
-        return time.perf_counter() - start
+        return clock() - start
 
     return run
 
@@ -222,17 +228,17 @@ def linucb_kernels(n_seeds: int, n_arms: int, dim: int, structure: str, horizon:
     X /= np.linalg.norm(X, axis=-1, keepdims=True)
     rewards = np.zeros(n_seeds)
 
-    def run() -> float:
+    def run():
         W = np.zeros((n_seeds, M, dim + 1, dim))
         W[:, :, np.arange(dim), np.arange(dim)] = 1.0  # A^{-1} = I, theta = 0: a fresh ridge state
         B, C = np.zeros((n_seeds, M, dim)), np.zeros((n_seeds, M))
         out, best, ties = np.empty((n_seeds, n_arms)), np.empty(n_seeds, np.intp), np.empty(n_seeds, np.intp)
-        start = time.perf_counter()
+        start = clock()
         for t in range(horizon):
             obs = X[t % 64]
             ucb_scores_stack(W, obs, 1.0, out, best, ties)
             sherman_morrison_stack(W, B, C, obs, best, rewards)
-        return (time.perf_counter() - start) / n_seeds
+        return (clock() - start) / n_seeds
 
     return run
 

@@ -20,7 +20,7 @@ plain numpy/LAPACK calls on the same machine in the same run:
 <= 1.5 for d = 20 ... 200 in both forms. ``env_loop`` (an agent that does nothing) is printed as the floor the
 environment sets, and ``agent_minus_env_loop_ratio_to_bare`` = (agent - env loop) / bare, the agent's own cost.
 Cases are interleaved (round-robin repetitions, medians; ``_bench.py``); absolute numbers are for this machine at
-the printed load only.
+the printed load only. ``"cpu"`` holds the same figures from CPU time, which other processes do not inflate.
 
 Measured: see the CHANGELOG and the closing notes of issue 15 (the figures move with the machine's load; rerun).
 
@@ -39,7 +39,7 @@ from scipy.linalg import lapack
 from threadpoolctl import threadpool_limits
 
 import dpbandit.envs  # noqa: F401
-from _bench import DoNothing, emit, interleaved, machine, timed
+from _bench import DoNothing, clock, emit, interleaved_clocks, machine, medians, timed
 from dpbandit.agents import make_agent
 from dpbandit.experiment import simulate
 
@@ -64,10 +64,10 @@ def bare_work(models: int, dim: int, rounds: int, theta_only: bool = False, n_ar
     rhs = ([np.asfortranarray(np.column_stack((X.T, u[0])))] if models == 1
            else [np.asfortranarray(np.column_stack((x, v))) for x, v in zip(X, u)])
 
-    def run() -> float:
+    def run():
         rng = np.random.default_rng(0)
         with threadpool_limits(limits=1, user_api="blas"):  # as simulate runs
-            start = time.perf_counter()
+            start = clock()
             for _ in range(rounds):
                 rng.standard_normal((models, packed))
                 C = np.linalg.cholesky(V) if models > 1 else lapack.dpotrf(V[0], lower=1, clean=1)[0][None]
@@ -77,13 +77,12 @@ def bare_work(models: int, dim: int, rounds: int, theta_only: bool = False, n_ar
                 else:
                     for m in range(models):
                         lapack.dtrtrs(C[m].T, rhs[m], lower=0, trans=1)  # C^T: F-ordered, no copy
-            return time.perf_counter() - start
+            return clock() - start
 
     return run
 
 
 def measure(dim: int, horizon: int, repeats: int) -> dict:
-    out = {}
     envs = {s: make_env(s, dim, horizon) for s in ("shared", "disjoint")}
     cases = {}
     for structure, env in envs.items():
@@ -92,7 +91,15 @@ def measure(dim: int, horizon: int, repeats: int) -> dict:
         cases[structure] = timed(lambda env=env, agent=agent: simulate(env, agent, 0, checkpoints=100))
         cases[f"bare_{structure}"] = bare_work(1 if structure == "shared" else ARMS, dim, horizon)
         cases[f"bare_theta_only_{structure}"] = bare_work(1 if structure == "shared" else ARMS, dim, horizon, True)
-    seconds = interleaved(cases, repeats)
+    clocks = medians(interleaved_clocks(cases, repeats))
+    out = figures(clocks["wall"], horizon)
+    out["cpu"] = figures(clocks["cpu"], horizon)
+    return out
+
+
+def figures(seconds: dict[str, float], horizon: int) -> dict:
+    """The figures of one clock's median seconds per case."""
+    out = {}
     us = {k: round(1e6 * s / horizon, 1) for k, s in seconds.items()}
     for structure in ("shared", "disjoint"):
         bare = seconds[f"bare_{structure}"]
