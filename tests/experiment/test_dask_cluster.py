@@ -56,15 +56,16 @@ TIMINGS = ("seconds", "cpu_seconds")
 
 
 def _environment() -> dict:
-    """The test's environment, with the dpbandit this test imports first on the path (workers import it to unpickle
-    the jobs) and dask's temporary files under the caller's folder (set per process)."""
+    """The test's environment with the dpbandit this test imports first on the path: the workers import it to
+    unpickle the jobs, and must run the same code as the joblib reference."""
     source = str(Path(dpbandit.__file__).resolve().parents[1])
     path = os.environ.get("PYTHONPATH")
     return {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else ""), "OPENBLAS_NUM_THREADS": "1"}
 
 
 class Cluster:
-    """A dask scheduler and ``workers`` dask workers (one thread each), each in its own process group."""
+    """A dask scheduler and dask workers (one thread each, under their nannies), each started in its own process
+    group, with dask's scratch space in the cluster's folder."""
 
     def __init__(self, root: Path):
         self.root, self.procs, self.logs = root, [], []
@@ -182,6 +183,7 @@ def _job_record(path: Path) -> dict:
     return record
 
 
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="ends its processes by process group (POSIX)")
 def test_sweep_on_a_started_scheduler_and_workers_equals_joblib(tmp_path, cluster):
     config = tmp_path / "sweep.toml"
     config.write_text(SWEEP)
