@@ -37,21 +37,26 @@ def _interval(ratio: float, low: float, high: float) -> str:
     return f"{ratio:.3g} [{low:.3g}, {high:.3g}]" if np.isfinite(low) and np.isfinite(high) else f"{ratio:.3g} (no interval)"
 
 
+def _geomean(ratios: pd.Series) -> str:
+    r = ratios.astype(float)
+    r = r[np.isfinite(r) & (r > 0)]
+    return _num(float(np.exp(np.log(r).mean()))) if len(r) else "n/a"
+
+
 def summary_table(scores: pd.DataFrame) -> pd.DataFrame:
-    """One row per (agent, epsilon) across scenarios: scenarios scored, in how many it beats uniform random play
-    (paired interval excluding equality), the geometric mean of its ratio to random play, the median CPU
-    microseconds per round, and the scenarios it refused."""
-    scored = scores[scores["agent"] != "random"]
+    """One row per (agent, epsilon) across scenarios: scenarios scored, in how many it beats uniform random play or
+    is beaten by it (paired interval excluding 0), the geometric means of its ratios to random play and to its
+    noise-off version, the median CPU microseconds per round, and the scenarios it refused."""
+    scored = scores[(scores["agent"] != "random") & scores["epsilon"].notna()]
     rows = []
-    for (agent, eps), g in scored[np.isfinite(scored["epsilon"].astype(float))].groupby(["agent", "epsilon"],
-                                                                                        sort=True):
-        ratios = g["ratio_random"].astype(float)
+    for (agent, eps), g in scored.groupby(["agent", "epsilon"], sort=True):
         verdicts = [short_verdict(str(v), f"{agent} eps={_eps(eps)}", "uniform random") for v in g["verdict_random"]]
-        rows.append({"agent": agent, "epsilon": _eps(eps), "guarantee": "/".join(sorted(set(g["guarantee"]))),
+        rows.append({"agent": agent, "epsilon": _eps(eps) + (" (noise off)" if math.isinf(eps) else ""),
+                     "guarantee": "/".join(sorted(set(g["guarantee"]))),
                      "scenarios": int(len(g)), "beats random": int(sum(v == "beats" for v in verdicts)),
                      "beaten by random": int(sum(v == "beaten" for v in verdicts)),
-                     "geo-mean ratio to random": _num(float(np.exp(np.log(ratios[ratios > 0]).mean())))
-                     if (ratios > 0).any() else "n/a",
+                     "geo-mean ratio to random": _geomean(g["ratio_random"]),
+                     "geo-mean ratio to noise-off": _geomean(g["ratio_noise_off"]) if math.isfinite(eps) else "",
                      "median CPU us/round": _num(float(g["cpu_us_per_round"].astype(float).median())),
                      "refused": int((scores["agent"].eq(agent) & scores["note"].astype(str).str.startswith(
                          "refused")).sum())})
