@@ -145,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="file format of results and summary (parquet needs pyarrow; default csv)")
     run.set_defaults(func=_cmd_run)
 
-    plot = sub.add_parser("plot", help="redraw the figure of a run directory (run, figure-5.1, frontier, oco)")
+    plot = sub.add_parser("plot", help="redraw the figure of a run directory (run, figure-5.1, frontier, oco, bench)")
     plot.add_argument("run_dir", help="a folder written by 'dpbandit run', 'reproduce figure-5.1', 'frontier' or 'oco'")
     plot.add_argument("--output", help="image path (default: RUN_DIR/regret.png); never a file of the run, an existing "
                                        "file only with --overwrite")

@@ -103,6 +103,8 @@ def plan_cells(bc: BenchConfig, seeds_of) -> list[Cell]:
 
 
 def reference_for(bc: BenchConfig):
+    """The shipped reference a bench with ``agents`` reads (None without ``agents`` or with ``use_reference=False``);
+    ``ValueError`` naming why and the command that regenerates it when it is stale or missing."""
     if not bc.reads_reference:
         return None
     problems = reference_problems(bc.size)
@@ -114,6 +116,8 @@ def reference_for(bc: BenchConfig):
 
 
 def seeds_for(bc: BenchConfig, reference):
+    """``seeds(scenario, default) -> n``: the seeds of a scenario (``bc.seeds`` or the size's), at most the
+    reference's (``ValueError`` otherwise: its rows exist only for its seeds)."""
     def seeds(scenario: str, default: int) -> int:
         n = bc.seeds or default
         if reference is not None:
