@@ -27,6 +27,7 @@ from dpbandit.agents.baselines import EpsilonGreedy, Greedy, Oracle, UniformRand
 from dpbandit.agents.dp_hdb import DPHDB
 from dpbandit.agents.dp_ucb import DPUCB
 from dpbandit.agents.fliphat import FLIPHAT
+from dpbandit.agents.episodic_glm import EpisodicGLM
 from dpbandit.agents.episodic_ridge import EpisodicRidge
 from dpbandit.agents.lasso_bandit import LassoBandit
 from dpbandit.agents.linucb import LinUCB
@@ -44,6 +45,7 @@ __all__ = [
     "RewardClip",
     "reward_clip_range",
     "DPUCB",
+    "EpisodicGLM",
     "EpisodicRidge",
     "OCOAgent",
     "EpsilonGreedy",
@@ -66,7 +68,7 @@ __all__ = [
 #: Agent classes by registry name.
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls for cls in (UniformRandom, Oracle, Greedy, EpsilonGreedy, LinUCB, LassoBandit, DPUCB, OCOAgent, DPHDB,
-                EpisodicRidge, FLIPHAT)
+                EpisodicRidge, EpisodicGLM, FLIPHAT)
 }
 _BUILTIN = frozenset(AGENTS)
 #: Entry-point group of agent plugins (name -> ``"package.module:ClassName"``).

@@ -9,7 +9,7 @@ import dpbandit.envs  # noqa: F401  (registers the dpbandit/ ids)
 from dpbandit.agents import AGENTS, Agent, hyperparameters, make_agent
 
 NAMES = ["random", "oracle", "greedy", "egreedy", "linucb", "lasso", "dp_hdb", "dp_ucb", "oco", "episodic_ridge",
-         "fliphat"]
+         "episodic_glm", "fliphat"]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_registry_names_and_classes():
     assert sorted(AGENTS) == sorted(NAMES)
     for name, cls in AGENTS.items():
         assert issubclass(cls, Agent) and cls.name == name
-        assert cls.private == (name in ("dp_hdb", "dp_ucb", "oco", "episodic_ridge", "fliphat"))
+        assert cls.private == (name in ("dp_hdb", "dp_ucb", "oco", "episodic_ridge", "episodic_glm", "fliphat"))
 
 
 def test_hyperparameters_lists_constructor_arguments():
@@ -50,7 +50,8 @@ def test_hyperparameters_lists_constructor_arguments():
 
 
 def test_make_agent_unknown_name_lists_the_known_ones(sparse_env):
-    with pytest.raises(ValueError, match="unknown agent .ucb.; known agents: dp_hdb, dp_ucb, egreedy, episodic_ridge, fliphat, greedy, lasso, "
+    with pytest.raises(ValueError, match="unknown agent .ucb.; known agents: dp_hdb, dp_ucb, egreedy, episodic_glm, episodic_ridge, fliphat, "
+                                         "greedy, lasso, "
                                          "linucb, oco"):
         make_agent("ucb", sparse_env)
     with pytest.raises(TypeError, match="agent name must be a string"):
@@ -87,6 +88,10 @@ def test_lasso_refuses_the_shared_environment():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_end_to_end_in_sparse_linear(sparse_env, name):
+    if name == "episodic_glm":  # a GLM of rewards in [0, 1]: refuses Gaussian rewards in one line, plays logistic ones
+        with pytest.raises(ValueError, match="episodic_glm fits a logistic model to rewards in \\[0, 1\\]"):
+            make_agent(name, sparse_env)
+        sparse_env = gymnasium.make("dpbandit/SparseLogistic-v0", horizon=300)
     agent = make_agent(name, sparse_env)
     actions, regret = play(sparse_env, agent, seed=3)
     again, regret_again = play(sparse_env, agent, seed=3)

@@ -16,12 +16,13 @@ def _env(**kwargs):
     return gymnasium.make("dpbandit/SparseLinear-v0", **kwargs)
 
 
-SMALL_PARAMS = {"oco": {"learner": "pigd"}, "episodic_ridge": {"first_episode": 4}}  # releases within 20 rounds
+SMALL_PARAMS = {"oco": {"learner": "pigd"}, "episodic_ridge": {"first_episode": 4},
+                "episodic_glm": {"first_episode": 4}}  # releases within 20 rounds
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))
 def test_every_builtin_agent_conforms(name):
-    env = _env(full_information=True) if name == "oco" else _env()
+    env = _env(full_information=True) if name == "oco" else _env(link="logistic", noise_std=None) if name == "episodic_glm" else _env()
     agent = make_agent(name, env, **SMALL_PARAMS.get(name, {}))
     check_agent(agent, env, n_rounds=40)
     if agent.private:
