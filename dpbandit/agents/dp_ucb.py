@@ -229,9 +229,13 @@ class DPUCBCurator(Curator):
         self._gram = np.zeros((M, d + 1, d + 1))
         self._gram.reshape(M, -1)[:, : (d + 1) * d : d + 2] = cal.shift  # the Gram block's diagonal
         self._V = np.zeros((M, d, d))  # V_t's lower triangles, refilled every round
+        self._u_shape, self._shared = (M, d), M == 1
         self._v = np.zeros(d + 1)  # the item [x; y]; zero at first, so the first publish adds nothing
         self._failed = np.zeros(M, dtype=np.int64)
         self._t = 0
+        # the constants of a round's checks, looked up once
+        self._shape, self._clip = (n_arms, d), (cal.clip.low, cal.clip.high, cal.context_norm == "linf")
+        self._bound = cal.context_bound * (1.0 + CONTEXT_RTOL)
         self._release = self.publish(0, _NO_NOISE, frozen(np.empty((0, d, d))))
 
     @property
@@ -247,7 +251,7 @@ class DPUCBCurator(Curator):
             return
         # the closing node's draw from the privacy stream, then one kernel closes it and publishes
         level, draw = noise.next_node()
-        chol, u = np.zeros(self._V.shape), np.empty(self._V.shape[:2])
+        chol, u = np.empty(self._V.shape), np.empty(self._u_shape)
         failures = kernels.close_and_publish(noise.suffix, level, draw, noise.scale, self._gram, self._v, real,
                                              self._V, u, chol, self._failed)
         self._release = self._released(chol, u, failures)
@@ -258,32 +262,33 @@ class DPUCBCurator(Curator):
         ``model``, keeping the others' ``previous`` factors); a V_t that the noise made indefinite is lifted
         (:func:`~dpbandit.agents.dp_ucb_release.factor`). (A noisy round of :meth:`observe` runs the same kernel
         behind the tree's node closing, in one call.)"""
-        chol, u = np.zeros(self._V.shape), np.empty(self._V.shape[:2])
+        chol, u = np.empty(self._V.shape), np.empty(self._u_shape)
         failures = kernels.publish(self._gram, self._v, model, noise, self._V, u, chol, previous, self._failed)
         return self._released(chol, u, failures)
 
     def _released(self, chol: np.ndarray, u: np.ndarray, failures: int) -> DPUCBRelease:
         """The release of the factors ``chol`` and responses ``u`` a kernel wrote, the failed models lifted."""
-        cal = self.cal
         if failures:
-            lift(chol, self._V, self._failed, cal.rho_min)
-        return DPUCBRelease(self._t, frozen(chol), frozen(u), cal.beta(self._t), cal.n_models == 1)
+            lift(chol, self._V, self._failed, self.cal.rho_min)
+        chol.setflags(write=False)
+        u.setflags(write=False)
+        return DPUCBRelease(self._t, chol, u, self.cal.beta(self._t), self._shared)
 
     def stage(self, observation: np.ndarray, arm: int, reward: float) -> int:
         """Check one user's data, count the user and set ``v = [x; clipped y]``; returns the model that gets the
         real item (the disjoint form's other models get zero items: one clock, fresh node noise for all)."""
         cal, K = self.cal, self.n_arms
         obs = np.asarray(observation, dtype=float)
-        if obs.shape != (K, cal.dim):
+        if obs.shape != self._shape:
             raise ValueError(f"observation must have shape (K, d) = {(K, cal.dim)}, got {obs.shape}")
-        low, high, linf = cal.clip.low, cal.clip.high, cal.context_norm == "linf"
+        low, high, linf = self._clip
         # a Python int arm in range and a float reward go straight to the kernel; anything else is checked first
         fast = type(arm) is int and 0 <= arm < K and type(reward) is float
         norm = kernels.load_item(obs, arm, reward, low, high, linf, self._v) if fast else math.nan
-        if not norm <= cal.context_bound * (1.0 + CONTEXT_RTOL):  # (NaN fails)
+        if not norm <= self._bound:  # (NaN fails)
             arm, reward = check_arm(arm, K), check_real("reward", reward)
             norm = kernels.load_item(obs, arm, reward, low, high, linf, self._v)
-            if not norm <= cal.context_bound * (1.0 + CONTEXT_RTOL):
+            if not norm <= self._bound:
                 check_context_bound(obs[arm], cal.context_norm, cal.context_bound)  # raises, with the message
         if self._t >= cal.horizon:
             raise ValueError(f"DP-UCB is calibrated for horizon T = {cal.horizon} (the environment's); cannot serve "

@@ -112,8 +112,8 @@ def publish(gram, v, model, noise, V, u, chol, previous, failed):
     """One round of the curator: add the item ``v v^T`` ((n,)) to ``gram[model]``'s lower triangle; write the
     lower triangles of ``V = G + H~`` (M, d, d) and the release's ``u`` (M, d) from ``gram + phi^{-1}(noise)`` (the
     diagonal noise is ``sqrt(2)`` times its packed entry, :mod:`dpbandit.privacy.packed`); and factor V into the
-    release's ``chol`` (M, d, d), which must be zero above the diagonals on entry (the caller allocates the
-    release's arrays: boxing fresh arrays out of a kernel costs more than the work at d = 20). With the noise on
+    release's ``chol`` (M, d, d), zero above the diagonals (the caller allocates the release's arrays, uninitialised:
+    boxing fresh arrays out of a kernel costs more than the work at d = 20). With the noise on
     every model changed (fresh node noise for all) and is factored; with it off only ``model`` is, the others'
     factors are copied from ``previous`` (M, d, d), and all are factored if ``previous`` is empty (0, d, d).
     ``failed`` (M,) gets 1 where V_t is not positive definite (the caller lifts it,
@@ -146,6 +146,8 @@ def publish(gram, v, model, noise, V, u, chol, previous, failed):
             for i in range(d):
                 for j in range(i + 1):
                     chol[m, i, j] = V[m, i, j]
+                for j in range(i + 1, d):
+                    chol[m, i, j] = 0.0
             if _cholesky(chol[m]) != 0:
                 failed[m] = 1
                 failures += 1

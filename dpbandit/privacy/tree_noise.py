@@ -82,7 +82,8 @@ class TreeNoise:
         then run ``close_node(suffix, level, draw, scale)`` (:func:`close_node`, e.g. from its kernel) before
         reading the release's noise ``suffix[0]``: the same draws and sums as :meth:`add`."""
         i = self._step()
-        return i, self._draw()
+        unit = self._unit
+        return i, (self._rng.standard_normal(out=unit) if unit is not None else self._draw())
 
     @property
     def scale(self) -> float:
