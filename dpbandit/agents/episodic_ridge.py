@@ -1,5 +1,6 @@
-"""Episodic private ridge: one noisy Gram matrix and moment vector per doubling episode, forgetting, greedy action
-(``spec/episodic-private-agents.md`` §3; user guide ``docs/episodic-agents.md``). (epsilon, delta)-JDP.
+"""Episodic private ridge: one noisy Gram matrix and moment vector per episode (each user in one release), every
+release combined with public weights, greedy action (``spec/episodic-private-agents.md`` §3,
+``spec/episodic-part2-hard-problems.md``; derivation ``docs/episodic-agents.md`` §3, §6). (epsilon, delta)-JDP.
 
 **Curator** (:class:`~dpbandit.agents.episodic.EpisodicCurator`). At the end of episode ell, on its n users
 (played rows ``x`` (d,), rewards clipped to ``[lo, hi]``), per model m (one in the shared structure; one per arm in
@@ -7,11 +8,11 @@ the disjoint one, fed by the users who played that arm) it releases
 
     G~_m = sum x x^T + Z_m,   Z_m ~ SymmetricGaussianNoise(sigma_G)   (off-diagonal N(0, sigma_G^2), diagonal
                                                                         N(0, 2 sigma_G^2); spec/errata.md E5)
-    b~_m = sum x y + N(0, sigma_b^2 I_d),
+    b~_m = sum x (y - c) + N(0, sigma_b^2 I_d)      (c = 0 without centring),
 
 then forgets the episode. Estimate (post-processing): ``V = G~ + lam I`` with every eigenvalue floored at ``ridge``,
-``theta_hat = V^{-1} b~``; mode ``"forget"`` (default) uses the last episode's release, ``"sum"`` the sum of all
-releases so far (noise variances add: ``m`` releases).
+``theta_hat = V^{-1} b~``, where G~, b~ are the weighted sums of every release so far (mode ``"weighted"``, default;
+:mod:`~dpbandit.agents.release_combination`), the last release (``"forget"``) or the plain sum (``"sum"``).
 
 **Sensitivity** (replace-one: one user's context and reward replaced). ``||x||_2 <= L`` (``L = context_bound``, or
 ``sqrt(d) context_bound`` for an l_inf bound) and ``|y| <= B`` after clipping.
@@ -39,8 +40,9 @@ Episodes hold disjoint users, so the releases compose in parallel and every epis
 a user once, so its guarantee is the same. Known answers (L = 1, B = 1.4, epsilon = 1, delta = 1e-4, w = 1/2):
 exact sigma_G = 4.505, sigma_b = 12.61; zcdp 4.961, 13.89.
 
-Default share ``w = L S / (L S + 2 B)`` (S = theta_bound): the error of ``theta_hat`` from the moment noise scales
-as ``sigma_b``, from the Gram noise as ``sigma_G ||theta|| <= sigma_G S``; minimising
+Default share ``w = L S / (L S + 2 B)`` with ``S = min(||theta||_2 bound, 2 B / L)`` (``target_bound``; the cap
+makes w <= 1/2, docs/episodic-agents.md §6.2): the error of ``theta_hat`` from the moment noise scales as
+``sigma_b``, from the Gram noise as ``sigma_G ||theta|| <= sigma_G S``; minimising
 ``(2 L B)^2/(1 - w) + (L^2 S)^2/w`` gives this w (public constants only; 0.26 on SharedLinear-v0). With
 ``theta_bound = inf`` (the own-data and replay environments' default: no bound stated) the formula is undefined
 (inf/inf); the default is then ``w = 1/2`` (:data:`UNBOUNDED_GRAM_SHARE`, an even split), and the privacy report's
@@ -50,7 +52,7 @@ note says so. The guarantee does not depend on w; only the split of the noise be
 std ``sqrt(m) sigma_G``, and the spectral norm of such a d x d Wigner matrix concentrates at ``2 sqrt(m d) sigma_G``,
 so ``G~ + lam I >= G + ridge I`` approximately, and V stays well conditioned without using data; the eigenvalue floor
 (at ``ridge``) handles the rest. ``epsilon = inf``: no noise, ``lam = ridge``: plain ridge regression on the last
-episode ("forget") or on every completed episode ("sum"), guarantee "none".
+episode ("forget") or on every completed episode ("sum", "weighted"), guarantee "none".
 
 **Action rule** (static): ``argmax_a x_a^T theta_hat`` (disjoint: ``x . theta_hat_a``), plus
 ``ucb_alpha ||x_a||_{V^{-1}}`` when ``ucb_alpha > 0``; ties at random (the initial release theta_hat = 0 plays
