@@ -17,6 +17,7 @@ error's standard deviation; a biased one a mean error many standard errors from 
 that a calibrated interval with this coverage covers in >= 18 of 20 draws.
 
     python benchmarks/offline_coverage_acceptance.py [--logs 300] [--rounds 10000] [--resamples 499]
+        [--policies uniform,fixed arm 4,linucb] [--estimators replay,dm,ips,...]
 """
 
 from __future__ import annotations
@@ -43,17 +44,21 @@ from dpbandit.offline.replay import ESTIMATORS  # noqa: E402
 from dpbandit.offline.reward_model import fit_reward_model  # noqa: E402
 
 
-def _policies(data):
+POLICIES = ("uniform", "fixed arm 4", "linucb")
+
+
+def _policies(data, names):
     n = data.n_rounds
-    agent = make_agent("linucb", ReplayEnv.from_logged(data, n, context_norm="linf"), alpha=0.5)
-    return (("uniform", uniform_policy(n, K)), ("fixed arm 4", fixed_arm(4, n, K)), ("linucb", agent))
+    make = {"uniform": lambda: uniform_policy(n, K), "fixed arm 4": lambda: fixed_arm(4, n, K),
+            "linucb": lambda: make_agent("linucb", ReplayEnv.from_logged(data, n, context_norm="linf"), alpha=0.5)}
+    return [(name, make[name]()) for name in names]
 
 
-def _t_estimates(result, data, q):
+def _t_estimates(result, data, q, estimators):
     """The Student-t intervals of the same evaluation (same pi and q; replay's over its accepted rewards; DM's
     interval is its model-refit bootstrap under either setting, so it is not repeated)."""
     out = {}
-    for name in ESTIMATORS:
+    for name in estimators:
         if name == "replay":
             rewards = result.curve["reward"].to_numpy()
             m = rewards.size
@@ -65,16 +70,16 @@ def _t_estimates(result, data, q):
     return out
 
 
-def measure(logs: int, rounds: int, resamples: int, first_seed: int) -> dict:
+def measure(logs: int, rounds: int, resamples: int, first_seed: int, policies=POLICIES, estimators=ESTIMATORS) -> dict:
     records: dict[tuple[str, str, str], list[tuple[float, float, float, float]]] = {}
     for draw in range(logs):
         data, means = _log(first_seed + draw, rounds)
         q = fit_reward_model(data, "ridge", 2, seed=draw)  # the model evaluate_offline fits (same seed, same folds)
-        for label, policy in _policies(data):
+        for label, policy in _policies(data, policies):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
-                result = evaluate_offline(data, policy, draw, estimators=ESTIMATORS, clip=10.0, n_resamples=resamples)
-                t_estimates = _t_estimates(result, data, q)
+                result = evaluate_offline(data, policy, draw, estimators=estimators, clip=10.0, n_resamples=resamples)
+                t_estimates = _t_estimates(result, data, q, estimators)
             truth = 0.5 if label != "linucb" else float((result.pi * means).sum(axis=1).mean())
             for interval, estimates in (("bca", result.estimates), ("t", t_estimates)):
                 for name, e in estimates.items():
@@ -104,10 +109,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--resamples", type=int, default=499)
     parser.add_argument("--first-seed", type=int, default=3000)
+    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated subset of " + str(POLICIES))
+    parser.add_argument("--estimators", default=",".join(ESTIMATORS), help="comma-separated subset")
     args = parser.parse_args()
+    policies, estimators = tuple(args.policies.split(",")), tuple(args.estimators.split(","))
+    if not set(policies) <= set(POLICIES) or not set(estimators) <= set(ESTIMATORS):
+        parser.error(f"--policies from {POLICIES}, --estimators from {ESTIMATORS}")
     load = os.getloadavg()
     start, cpu = time.perf_counter(), time.process_time()
-    result = measure(args.logs, args.rounds, args.resamples, args.first_seed)
+    result = measure(args.logs, args.rounds, args.resamples, args.first_seed, policies, estimators)
     emit({"benchmark": "offline_coverage", "logs": args.logs, "rounds": args.rounds,
           "bca_resamples": args.resamples, "first_seed": args.first_seed, "level": 0.95, **result,
           "seconds": round(time.perf_counter() - start, 1), "cpu": {"seconds": round(time.process_time() - cpu, 1)},
