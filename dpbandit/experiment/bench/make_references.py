@@ -3,8 +3,8 @@
 
 Runs the suite with every built-in private agent and uniform random play (``dpbandit bench`` without ``--agent``,
 into ``<out>/references-<size>``, resumable like every run), then writes ``references/<size>.csv`` (the final row and
-CPU seconds of every job) and ``references/<size>.json`` (suite, dpbandit version, per scenario the config hash of
-:func:`~dpbandit.experiment.bench.references.reference_experiment` and its seeds, the privacy reports, the refusals,
+CPU seconds of every job) and ``references/<size>.json`` (suite, dpbandit version, per scenario and agent the config
+hash of :func:`~dpbandit.experiment.bench.references.reference_experiment` and the seeds, the privacy reports, the refusals,
 the machine's load) into this package. Run it after anything that changes results (a new random-stream layout, a
 version bump, a changed scenario): ``tests/experiment/test_bench.py`` fails while a shipped reference is stale.
 """
@@ -18,7 +18,15 @@ from pathlib import Path
 
 from dpbandit.experiment.errors import EXPECTED, report
 
-__all__ = ["main", "make_reference"]
+__all__ = ["config_hashes", "main", "make_reference"]
+
+
+def config_hashes(scenario: str, size: str, agents) -> dict[str, str]:
+    """Per agent of the reference of ``scenario`` (``"random"`` and the built-in agents whose rows it holds): the
+    config hash of the experiment that made its rows."""
+    from dpbandit.experiment.bench.references import reference_experiment
+
+    return {a: reference_experiment(scenario, size, a).config_hash() for a in agents}
 
 
 def make_reference(size: str, *, out: str = "runs", n_jobs: int = 2, backend: str = "local",
@@ -26,7 +34,7 @@ def make_reference(size: str, *, out: str = "runs", n_jobs: int = 2, backend: st
     """Run the suite at ``size`` with the built-in agents and write the reference files into ``folder`` (default:
     this package's ``references/``); returns the table's path."""
     from dpbandit import __version__
-    from dpbandit.experiment.bench.references import COMMAND, FINAL_COLUMNS, reference_experiment
+    from dpbandit.experiment.bench.references import COMMAND, FINAL_COLUMNS
     from dpbandit.experiment.bench.runner import BenchConfig, run_bench
     from dpbandit.experiment.bench.suite import load_scenario, suite_name
     from dpbandit.files import read_manifest, write_atomic, write_json_atomic
@@ -38,7 +46,8 @@ def make_reference(size: str, *, out: str = "runs", n_jobs: int = 2, backend: st
     meta = {
         "suite": suite_name(), "size": size, "dpbandit": __version__,
         "made": datetime.now(timezone.utc).isoformat(timespec="seconds"), "command": COMMAND.format(size=size),
-        "scenarios": {name: {"config_hash": reference_experiment(name, size).config_hash(),
+        "scenarios": {name: {"config_hashes": config_hashes(name, size, dict.fromkeys(
+                                 finals.loc[finals["scenario"] == name, "stem"])),
                              "seeds": load_scenario(name).size(size).seeds,
                              "horizon": load_scenario(name).size(size).horizon,
                              "epsilons": list(load_scenario(name).size(size).epsilons)} for name in bc.scenarios},

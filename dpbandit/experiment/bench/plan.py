@@ -107,7 +107,7 @@ def reference_for(bc: BenchConfig):
     ``ValueError`` naming why and the command that regenerates it when it is stale or missing."""
     if not bc.reads_reference:
         return None
-    problems = reference_problems(bc.size)
+    problems = reference_problems(bc.size, missing_ok=True)
     if problems:
         raise ValueError(f"the shipped {bc.size} reference cannot be used: {'; '.join(problems)}; regenerate it with "
                          f"'{COMMAND.format(size=bc.size)}', or pass --no-reference to run uniform random play and "

@@ -3,14 +3,16 @@
 ``references/<size>.csv`` holds, per (scenario, agent label, seed), the final row of the job (the runner's tidy
 columns at t = T) and its CPU seconds: uniform random play and every built-in private agent at every epsilon of the
 scenario's grid and at ``epsilon = inf``. ``references/<size>.json`` says what made them: the suite, the dpbandit
-version, per scenario the config hash of the experiment that ran (:meth:`Scenario.experiment` with every built-in
-private agent and random play, :func:`reference_experiment`), its seeds, the agents' privacy reports and the
+version, per scenario and agent the config hash of the experiment that made its rows (:func:`reference_experiment`),
+the seeds, the agents' privacy reports and the
 agents each scenario refused (with the reason), the machine's load and the command.
 
 ``dpbandit bench --agent mypkg.mine:Mine`` runs only the new agent and reads the built-in rows from here: the same
 seeds give the same users (common random numbers), so its ratios to random play are paired exactly as if random
-play had run beside it. A reference is *stale* when the suite, a scenario's config hash or the dpbandit version no
-longer match (:func:`reference_problems`; a test fails then); regenerate it with :data:`COMMAND`.
+play had run beside it. A reference is *stale* when the suite, an agent's config hash or the dpbandit version no
+longer match, or a built-in private agent is missing from it (:func:`reference_problems`; a test fails then);
+regenerate it with :data:`COMMAND`. A bench with ``--agent`` reads a reference that lacks a newly registered
+built-in agent (that agent's rows are simply absent), never one with a changed row.
 """
 
 from __future__ import annotations
@@ -46,10 +48,14 @@ def builtin_agents() -> tuple[str, ...]:
     return tuple(name for name in private_agents() if AGENTS[name].__module__.startswith("dpbandit."))
 
 
-def reference_experiment(scenario: str, size: str):
-    """The experiment whose results the reference of ``scenario`` at ``size`` holds (its config hash identifies it):
-    every built-in private agent over the scenario's grid and noise off, and uniform random play."""
-    return load_scenario(scenario).experiment({name: name for name in builtin_agents()}, size)
+def reference_experiment(scenario: str, size: str, agent: str = "random"):
+    """The experiment whose results the reference holds for one ``agent`` of ``scenario`` at ``size`` (its config
+    hash identifies them): a built-in private agent over the scenario's grid and noise off, or uniform random play
+    (``"random"``). One hash per agent, so a newly registered built-in agent leaves the other rows valid."""
+    sc = load_scenario(scenario)
+    if agent == "random":
+        return sc.experiment({}, size)
+    return sc.experiment({agent: agent}, size, references=())
 
 
 @dataclass(frozen=True)
@@ -88,9 +94,10 @@ def load_reference(size: str) -> Reference | None:
     return Reference(size, finals, json.loads(record.read_text(encoding="utf-8")))
 
 
-def reference_problems(size: str, reference: Reference | None = None) -> list[str]:
-    """Why the reference of ``size`` cannot be used (empty: it is current): missing, another suite, another
-    dpbandit version, or a scenario whose experiment (config hash) changed or is missing."""
+def reference_problems(size: str, reference: Reference | None = None, *, missing_ok: bool = False) -> list[str]:
+    """Why the reference of ``size`` is not current (empty: it is): none shipped, another suite or dpbandit version,
+    a scenario missing, an agent's experiment changed (config hash), or (unless ``missing_ok``) a built-in private
+    agent it does not hold."""
     from dpbandit import __version__
 
     reference = load_reference(size) if reference is None else reference
@@ -101,11 +108,19 @@ def reference_problems(size: str, reference: Reference | None = None) -> list[st
         problems.append(f"it was made for suite {meta.get('suite')!r}, this is {suite_name()!r}")
     if reference.version != __version__:
         problems.append(f"it was made by dpbandit {reference.version}, this is dpbandit {__version__}")
-    recorded = meta.get("scenarios", {})
+    recorded, missing = meta.get("scenarios", {}), set()
     for name in scenario_names():
-        if name not in recorded:
+        hashes = recorded.get(name, {}).get("config_hashes")
+        if not hashes or "random" not in hashes:
             problems.append(f"scenario {name!r} is missing")
-        elif recorded[name].get("config_hash") != reference_experiment(name, size).config_hash():
-            problems.append(f"scenario {name!r} changed (config hash {str(recorded[name].get('config_hash'))[:12]} "
-                            f"!= {reference_experiment(name, size).config_hash()[:12]})")
+            continue
+        for agent, digest in hashes.items():
+            now = reference_experiment(name, size, agent).config_hash()
+            if digest != now:
+                problems.append(f"scenario {name!r}, agent {agent!r} changed (config hash {str(digest)[:12]} != "
+                                f"{now[:12]})")
+        refused = {key.split(" / ", 1)[1] for key in reference.refused() if key.startswith(f"{name} / ")}
+        missing |= set(builtin_agents()) - set(hashes) - refused
+    if missing and not missing_ok:
+        problems.append(f"built-in private agent(s) {sorted(missing)} are not in it")
     return problems
