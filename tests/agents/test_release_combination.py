@@ -6,7 +6,6 @@ combination reads released arrays only, and audits of the centred release that c
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import math
 
@@ -17,14 +16,13 @@ from scipy import optimize
 
 import dpbandit  # noqa: F401  (registers the environments)
 from dpbandit.agents import make_agent
-from dpbandit.agents.episodic import EpisodeSchedule
-from dpbandit.agents.episodic_ridge import EpisodicRidge, EpisodicRidgeCurator
+from dpbandit.agents.episodic_ridge import EpisodicRidge
 from dpbandit.agents.release_combination import ReleaseCombination, combination_weights, noise_regulariser
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.experiment.checks import check_agent, check_private_agent
 from dpbandit.experiment.runner import simulate
-from dpbandit.privacy.audit import audit, projection
 from dpbandit.privacy.noise import SymmetricGaussianNoise
+from tests.agents.ridge_audit import audit_release_pair
 
 
 def constants(K=2, d=2, T=100, structure="shared", reward=(0.0, 1.0), theta_bound=1.0, link="logistic"):
@@ -183,38 +181,6 @@ def test_conformance_and_quick_audit_of_the_defaults(structure):
 # -- audits of the centred release: worst pairs at the boundary, a planted x0.5 caught -----------------------------
 
 
-def _mechanism(cal, users_of):
-    iu = np.triu_indices(2)
-    scale_G = np.where(iu[0] == iu[1], math.sqrt(2), 1.0)
-
-    def mechanism(which, rng, n):
-        out = []
-        for _ in range(n):
-            cur = EpisodicRidgeCurator(cal, EpisodeSchedule(2, 2), 2, rng)
-            for u in users_of(which):
-                cur.observe(*u)
-            r = cur.release()
-            out.append(np.concatenate([(r.gram[0, iu[0], iu[1]] / scale_G), r.moment[0]]))
-        return np.array(out)
-
-    return mechanism
-
-
-def _audit(agent, users_of, dG, db):
-    cal = agent.cal
-    iu = np.triu_indices(2)
-    scale = np.where(iu[0] == iu[1], math.sqrt(2), 1.0)
-    direction = np.concatenate([dG[iu] / scale / cal.sigma_G**2, db / cal.sigma_b**2])
-    claimed = agent.privacy_report().epsilon
-    good = audit(_mechanism(cal, users_of), "A", "B", n_samples=6_000, n_pilot=1_000, delta=agent.delta,
-                 rng=np.random.default_rng(2), statistic=projection(direction), confidence=1 - 1e-6)
-    assert not good.violates(claimed), str(good)
-    planted = dataclasses.replace(cal, sigma_G=cal.sigma_G / 2, sigma_b=cal.sigma_b / 2)  # built here only
-    bad = audit(_mechanism(planted, users_of), "A", "B", n_samples=6_000, n_pilot=1_000, delta=agent.delta,
-                rng=np.random.default_rng(3), statistic=projection(direction), confidence=1 - 1e-6)
-    assert bad.violates(claimed), str(bad)
-
-
 @pytest.mark.slow
 def test_audit_centred_moment_pair_reward_at_both_ends():
     """(x, hi) vs (x, lo), ||x|| = L: the centred moment shift is x (hi - lo) = 2 L B (tight); the share puts 95 % of
@@ -226,7 +192,7 @@ def test_audit_centred_moment_pair_reward_at_both_ends():
     def users_of(which):
         return [(x, 0, 1.0 if which == "A" else 0.0), other]
 
-    _audit(agent, users_of, np.zeros((2, 2)), x[0] * 1.0)
+    audit_release_pair(agent, users_of, np.zeros((2, 2)), x[0] * 1.0)
 
 
 @pytest.mark.slow
@@ -240,4 +206,4 @@ def test_audit_gram_pair_orthogonal_contexts():
         row = [1.0, 0.0] if which == "A" else [0.0, 1.0]
         return [(np.array([row, [0.0, 0.0]]), 0, 0.5), other]
 
-    _audit(agent, users_of, np.array([[1.0, 0.0], [0.0, -1.0]]), np.zeros(2))
+    audit_release_pair(agent, users_of, np.array([[1.0, 0.0], [0.0, -1.0]]), np.zeros(2))

@@ -15,11 +15,10 @@ import pytest
 import dpbandit  # noqa: F401  (registers the environments)
 from dpbandit.agents import make_agent
 from dpbandit.agents.batched import batched_form
-from dpbandit.agents.episodic import EpisodeSchedule
-from dpbandit.agents.episodic_ridge import EpisodicRidge, EpisodicRidgeCurator, clip_rows, default_row_clip
+from dpbandit.agents.episodic_ridge import EpisodicRidge, clip_rows, default_row_clip
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.experiment.checks import check_private_agent
-from dpbandit.privacy.audit import audit, projection
+from tests.agents.ridge_audit import audit_release_pair
 
 
 def constants(K=2, d=2, T=2, norm="linf", structure="shared"):
@@ -83,38 +82,6 @@ def test_conformance_and_no_batched_form_when_clipping():
     assert batched_form(agents) is None
 
 
-def _mechanism(cal, users_of):
-    iu = np.triu_indices(2)
-    scale_G = np.where(iu[0] == iu[1], math.sqrt(2), 1.0)
-
-    def mechanism(which, rng, n):
-        out = []
-        for _ in range(n):
-            cur = EpisodicRidgeCurator(cal, EpisodeSchedule(2, 2), 2, rng)
-            for u in users_of(which):
-                cur.observe(*u)
-            r = cur.release()
-            out.append(np.concatenate([(r.gram[0, iu[0], iu[1]] / scale_G), r.moment[0]]))
-        return np.array(out)
-
-    return mechanism
-
-
-def _audit(agent, users_of, dG, db):
-    cal = agent.cal
-    iu = np.triu_indices(2)
-    scale = np.where(iu[0] == iu[1], math.sqrt(2), 1.0)
-    direction = np.concatenate([dG[iu] / scale / cal.sigma_G**2, db / cal.sigma_b**2])
-    claimed = agent.privacy_report().epsilon
-    good = audit(_mechanism(cal, users_of), "A", "B", n_samples=6_000, n_pilot=1_000, delta=agent.delta,
-                 rng=np.random.default_rng(2), statistic=projection(direction), confidence=1 - 1e-6)
-    assert not good.violates(claimed), str(good)
-    planted = dataclasses.replace(cal, sigma_G=cal.sigma_G / 2, sigma_b=cal.sigma_b / 2)  # built here only
-    bad = audit(_mechanism(planted, users_of), "A", "B", n_samples=6_000, n_pilot=1_000, delta=agent.delta,
-                rng=np.random.default_rng(3), statistic=projection(direction), confidence=1 - 1e-6)
-    assert bad.violates(claimed), str(bad)
-
-
 @pytest.mark.slow
 def test_audit_orthogonal_rows_at_the_corners_of_the_declared_domain():
     """d = 2, ||x||_inf <= 1: x = (1, 1) vs x' = (1, -1) (norm sqrt 2, beyond the clip L = 1.2743), orthogonal, so
@@ -129,7 +96,7 @@ def test_audit_orthogonal_rows_at_the_corners_of_the_declared_domain():
         return [(np.array([row, [0.0, 0.0]]), 0, 0.5), other]
 
     u, v = np.array([1.0, 1.0]) * L / math.sqrt(2), np.array([1.0, -1.0]) * L / math.sqrt(2)
-    _audit(agent, users_of, np.outer(u, u) - np.outer(v, v), np.zeros(2))
+    audit_release_pair(agent, users_of, np.outer(u, u) - np.outer(v, v), np.zeros(2))
 
 
 @pytest.mark.slow
@@ -143,4 +110,4 @@ def test_audit_moment_pair_with_a_row_beyond_the_clip():
     def users_of(which):
         return [(x, 0, 1.0 if which == "A" else 0.0), other]
 
-    _audit(agent, users_of, np.zeros((2, 2)), np.array([1.0, 1.0]) * agent.cal.L / math.sqrt(2))
+    audit_release_pair(agent, users_of, np.zeros((2, 2)), np.array([1.0, 1.0]) * agent.cal.L / math.sqrt(2))
