@@ -25,7 +25,7 @@ from typing import Any
 
 from dpbandit.validation import check_choice
 
-__all__ = ["execute_jobs", "round_ticker", "BACKENDS"]
+__all__ = ["execute_jobs", "round_ticker", "check_worker_versions", "BACKENDS"]
 
 #: Where jobs run: this machine (in-process or joblib processes) or a dask.distributed cluster.
 BACKENDS: tuple[str, ...] = ("local", "dask")
@@ -243,6 +243,28 @@ def _run_tagged(run_job: Callable[[Any], Any], job: Any, index: int, address: tu
         _JOB[0] = None
 
 
+def _worker_version() -> str | None:
+    """The dpbandit version a Dask worker imports (None: it cannot import dpbandit)."""
+    try:
+        from dpbandit import __version__
+    except ImportError:
+        return None
+    return __version__
+
+
+def check_worker_versions(versions: dict[str, str | None]) -> None:
+    """``ValueError`` (one line, before any job) naming the first worker of a cluster (address -> its dpbandit
+    version, :func:`_worker_version`) that cannot import dpbandit or runs another version than this driver: jobs
+    computed with other code, or another random-stream layout, would be mixed into one table."""
+    from dpbandit import __version__
+
+    for worker, version in sorted(versions.items()):
+        if version != __version__:
+            found = "cannot import dpbandit" if version is None else f"runs dpbandit {version}"
+            raise ValueError(f"Dask worker {worker} {found}, this driver dpbandit {__version__}: install the same "
+                             "version on every worker (docs/user-guide.md, running on a cluster)")
+
+
 # -- workers end with their driver -------------------------------------------------------------------------------
 
 
@@ -297,6 +319,8 @@ def _execute_dask(run_job, jobs, done, n_jobs, dask_address, channel) -> None:
     try:
         if cluster is not None:  # every worker is up once LocalCluster returns: all watch the driver from now
             client.run(_worker_start, os.getpid(), False)
+        else:
+            check_worker_versions(client.run(_worker_version))
         address = channel and channel.address
         futures = [client.submit(_run_tagged, run_job, job, i, address, pure=False) for i, job in enumerate(jobs)]
         for future in as_completed(futures):

@@ -224,3 +224,14 @@ def test_sweep_on_a_started_scheduler_and_workers_equals_joblib(tmp_path, cluste
     assert len(executed) == 2 and sum(executed.values()) == round(units), executed
     # the workers wrote nothing where they run (their scratch space is dask's, under the cluster's folder)
     assert list((cluster.root / "workers").iterdir()) == []
+
+
+def test_workers_of_another_dpbandit_version_are_refused_before_any_job():
+    """A cluster whose workers import another dpbandit (or none) would mix other code's results into one table."""
+    from dpbandit.experiment.execution import check_worker_versions
+
+    check_worker_versions({"tcp://a:1": dpbandit.__version__, "tcp://b:2": dpbandit.__version__})
+    with pytest.raises(ValueError, match=r"^Dask worker tcp://b:2 runs dpbandit 0\.0\.1, this driver dpbandit "):
+        check_worker_versions({"tcp://a:1": dpbandit.__version__, "tcp://b:2": "0.0.1"})
+    with pytest.raises(ValueError, match="Dask worker tcp://a:1 cannot import dpbandit"):
+        check_worker_versions({"tcp://a:1": None})
