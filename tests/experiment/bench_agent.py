@@ -25,3 +25,12 @@ class NoNoiseOff(EpisodicRidge):
         if math.isinf(epsilon):
             raise ValueError("epsilon must be finite: this agent has no noise-off form")
         super().__init__(constants, epsilon=epsilon, **kwargs)
+
+
+class FixedBudget(EpisodicRidge):
+    """DP episodic ridge at a fixed epsilon = 2: no epsilon hyperparameter to sweep."""
+
+    name = "fixed_budget"
+
+    def __init__(self, constants, delta=None):
+        super().__init__(constants, epsilon=2.0, delta=delta)

@@ -258,3 +258,14 @@ def test_audit_gives_each_agent_a_verdict():
     for agent in ("dp_ucb", "episodic_ridge", "fliphat"):
         assert s.loc[(agent, 1.0), "audit"] == "audit: pass (100 samples; never a proof)"
         assert s.loc[(agent, math.inf), "audit"] == ""  # noise off is not audited
+
+
+def test_an_agent_without_epsilon_runs_once_at_its_own_budget():
+    """No epsilon hyperparameter: one run with its defaults, epsilon from its privacy report, noise off n/a."""
+    fixed = "tests.experiment.bench_agent:FixedBudget"
+    result = run_bench(BenchConfig(size="tiny", agents=(fixed,), use_reference=False, n_jobs=1), out=False,
+                       progress=False)
+    row = result.scores[result.scores["agent"] == fixed].iloc[0]
+    assert len(result.scores) == 2 and (row["epsilon"], row["reported_epsilon"], row["guarantee"]) == (2.0, 2.0, "JDP")
+    assert row["verdict_noise_off"] == "n/a: no noise-off version (the agent has no epsilon hyperparameter)"
+    assert row["verdict_random"].startswith(f"{fixed} ") and np.isfinite(row["ratio_random"])

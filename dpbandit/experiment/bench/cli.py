@@ -53,8 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="score only this agent: a registry name or package.module:Class (imports that module: "
                              "use only code you trust); repeatable. Default: every built-in private agent")
     parser.add_argument("--no-reference", dest="use_reference", action="store_false",
-                        help="with --agent: run uniform random play and the built-in agents here instead of reading "
-                             "the shipped reference")
+                        help="with --agent: run uniform random play here instead of reading the shipped reference "
+                             "(the built-in agents' rows are then left out)")
     parser.add_argument("--scenarios", nargs="+", action=Distinct, choices=scenario_names(), metavar="NAME",
                         help="a subset of the suite's scenarios (default: all)")
     parser.add_argument("--epsilons", nargs="+", type=_epsilon, action=Distinct,

@@ -110,8 +110,8 @@ def reference_for(bc: BenchConfig):
     problems = reference_problems(bc.size, missing_ok=True)
     if problems:
         raise ValueError(f"the shipped {bc.size} reference cannot be used: {'; '.join(problems)}; regenerate it with "
-                         f"'{COMMAND.format(size=bc.size)}', or pass --no-reference to run uniform random play and "
-                         "the built-in agents in this run")
+                         f"'{COMMAND.format(size=bc.size)}', or pass --no-reference to run uniform random play in "
+                         "this run (without the built-in agents' rows)")
     return load_reference(bc.size)
 
 
@@ -124,7 +124,7 @@ def seeds_for(bc: BenchConfig, reference):
             have = int(reference.meta["scenarios"][scenario]["seeds"])
             if n > have:
                 raise ValueError(f"--seeds {n}: the shipped {bc.size} reference of scenario {scenario!r} has {have} "
-                                 "seeds; use at most that many, or --no-reference to run the references here")
+                                 "seeds; use at most that many, or --no-reference to run uniform random play here")
         return n
     return seeds
 

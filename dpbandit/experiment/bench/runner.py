@@ -57,7 +57,7 @@ class BenchConfig:
     private agent, :func:`~dpbandit.experiment.bench.references.builtin_agents`); ``scenarios``: a subset of the
     suite (empty: all); ``epsilons``: replaces every scenario's grid; ``seeds``: the first n seeds instead of the
     size's; ``use_reference``: with ``agents``, read random play and the built-in agents from the shipped reference
-    (False: run them here); ``audit``: run ``check_private_agent(..., audit=True)`` per (scenario, agent, epsilon)."""
+    (False: run random play here, without the built-in agents); ``audit``: run ``check_private_agent(..., audit=True)`` per scenario and agent (at its smallest epsilon)."""
 
     size: str = "quick"
     agents: tuple = ()
@@ -224,6 +224,12 @@ def _gather(bc, cells, reference, audits, run_dir, start, cpu_start, run) -> Ben
             curves.append(result.results)
             cpu = {(m["agent"], m["seed"]): m.get("cpu_seconds", math.nan) for m in result.jobs}
             job_cpu += sum(v for v in cpu.values() if math.isfinite(v))
+            for m in result.jobs:
+                stem, eps = cell.labels[m["agent"]]
+                if m["seed"] == cell.config.seeds[0]:
+                    privacy[f"{name} / {m['agent']}"] = m["privacy_report"]
+                    if math.isnan(eps) and m["privacy_report"]:  # an agent without epsilon: the one it reports
+                        cell.labels[m["agent"]] = (stem, float(m["privacy_report"]["epsilon"]))
             last = result.results[result.results["t"] == int(cell.config.envs[0].kwargs["horizon"])]
             for row in last.itertuples(index=False):
                 stem, eps = cell.labels[row.agent]
@@ -232,16 +238,6 @@ def _gather(bc, cells, reference, audits, run_dir, start, cpu_start, run) -> Ben
                                "horizon": row.t, "reward": row.reward, "regret": row.regret,
                                "cumulative_reward": row.cumulative_reward, "cumulative_regret": row.cumulative_regret,
                                "cpu_seconds": cpu.get((row.agent, row.seed), math.nan), "source": "this run"})
-            for m in result.jobs:
-                if m["seed"] == cell.config.seeds[0]:
-                    privacy[f"{name} / {m['agent']}"] = m["privacy_report"]
-            for m in result.jobs:  # an agent without epsilon: its epsilon is the one it reports
-                stem, eps = cell.labels[m["agent"]]
-                if math.isnan(eps) and m.get("privacy_report"):
-                    cell.labels[m["agent"]] = (stem, float(m["privacy_report"]["epsilon"]))
-            for row in finals:
-                if row["scenario"] == name and math.isnan(row["epsilon"]):
-                    row["epsilon"] = cell.labels[row["agent"]][1]
         if reference is not None:
             seeds = set(cell.config.seeds) if cell.config is not None else set(range(bc.seeds or cell.scenario.size(
                 bc.size).seeds))
