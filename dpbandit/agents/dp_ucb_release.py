@@ -9,8 +9,7 @@ indefinite; :func:`ucb_scores` the optimistic index ``x_a^T theta_hat + beta_t
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
-from typing import NamedTuple
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import lapack
@@ -20,28 +19,25 @@ from dpbandit.agents.dp_ucb_kernels import scores
 __all__ = ["DPUCBRelease", "factor", "frozen", "ucb_index", "ucb_scores"]
 
 
-class _Fields(NamedTuple):
+@dataclass(frozen=True, init=False)
+class DPUCBRelease:
+    """One publication of the DP-UCB curator (all arrays read-only and owned by the release).
+
+    ``cholesky`` (M, d, d): lower factors C of ``V_t = C C^T``; ``response`` (M, d): the noisy response columns u;
+    ``beta``: the width beta_t; ``t``: users served so far; M = 1 (shared) or K (disjoint).
+    """
+
     t: int
     cholesky: np.ndarray
     response: np.ndarray
     beta: float
     shared: bool
 
-
-class DPUCBRelease(_Fields):
-    """One publication of the DP-UCB curator (all arrays read-only and owned by the release; the record is frozen:
-    setting a field raises ``dataclasses.FrozenInstanceError``).
-
-    ``cholesky`` (M, d, d): lower factors C of ``V_t = C C^T``; ``response`` (M, d): the noisy response columns u;
-    ``beta``: the width beta_t; ``t``: users served so far; M = 1 (shared) or K (disjoint). A named tuple, not a
-    dataclass: the curator makes one every round, and building a frozen dataclass cost as much as a tenth of a
-    round's whole work at d = 20 (issue 25, item 4).
-    """
-
-    __slots__ = ()
-
-    def __setattr__(self, name: str, value) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    def __init__(self, t: int, cholesky: np.ndarray, response: np.ndarray, beta: float, shared: bool) -> None:
+        # the fields in one dict: the generated __init__ of a frozen dataclass sets them one by one through
+        # object.__setattr__, about 1 us of DP-UCB's ~12 us own work per round at d = 20 (issue 25, item 4)
+        object.__setattr__(self, "__dict__", {"t": t, "cholesky": cholesky, "response": response, "beta": beta,
+                                              "shared": shared})
 
     @property
     def theta(self) -> np.ndarray:
@@ -80,11 +76,11 @@ def ucb_index(release: DPUCBRelease, observation: np.ndarray) -> tuple[np.ndarra
     """``(scores, best, ties)``: :func:`ucb_scores` with the first arm of largest score and the number of arms
     sharing it (compiled forward substitutions, :func:`~dpbandit.agents.dp_ucb_kernels.scores`)."""
     X = np.ascontiguousarray(observation, dtype=float)
-    _, C, u, beta, shared = release
+    C = release.cholesky
     shape = X.shape
-    if len(shape) != 2 or shape[1] != C.shape[2] or not (shared or shape[0] == C.shape[0]):
+    if len(shape) != 2 or shape[1] != C.shape[2] or (len(C) > 1 and shape[0] != len(C)):
         raise ValueError(f"observation must have shape (K, d) with d = {C.shape[-1]}"
                          + ("" if len(C) == 1 else f" and K = {len(C)}") + f", got {X.shape}")
     out = np.empty(shape[0])
-    best, ties = scores(C, u, X, beta, out)
+    best, ties = scores(C, release.response, X, release.beta, out)
     return out, best, ties
