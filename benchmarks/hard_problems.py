@@ -49,6 +49,7 @@ def agents(theta_bound: float) -> dict[str, tuple[str, dict]]:
         "greedy": ("greedy", {}),
         "linucb": ("linucb", {}),
         "episodic_ridge": ("episodic_ridge", {}),
+        "episodic_ridge_pooled": ("episodic_ridge", {"gram_pool": True}),
         "episodic_ridge_thompson": ("episodic_ridge", {"rule": "thompson"}),
         "episodic_ridge_ucb": ("episodic_ridge", {"rule": "ucb"}),
         "episodic_ridge_v1": ("episodic_ridge", old),
@@ -60,7 +61,7 @@ def agents(theta_bound: float) -> dict[str, tuple[str, dict]]:
     }
 
 
-PRIVATE = {"episodic_ridge", "episodic_ridge_thompson", "episodic_ridge_ucb", "episodic_ridge_v1", "fliphat"}
+PRIVATE = {"episodic_ridge", "episodic_ridge_pooled", "episodic_ridge_thompson", "episodic_ridge_ucb", "episodic_ridge_v1", "fliphat"}
 
 
 def run(env, name: str, params: dict, seed: int) -> tuple[float, float]:
@@ -107,7 +108,8 @@ def scenario(name: str, horizon: int, seeds: int, only: set[str] | None) -> dict
         rows[label] = {"ratio_to_random": round(iv.estimate, 4), "ci95": [round(iv.low, 4), round(iv.high, 4)],
                        "mean_regret": round(float(r.mean()), 2), "seconds_per_seed": round(seconds[label], 2)}
     for label, ref in (("episodic_ridge_noise_off", "greedy"), ("episodic_ridge_noise_off_uncentred", "greedy"),
-                       ("episodic_ridge_v1_noise_off", "greedy"), ("episodic_ridge", "episodic_ridge_v1")):
+                       ("episodic_ridge_v1_noise_off", "greedy"), ("episodic_ridge", "episodic_ridge_v1"),
+                       ("episodic_ridge_pooled", "episodic_ridge")):
         if label in regrets and ref in regrets:
             iv = ratio_interval(regrets[label], regrets[ref])
             rows[label][f"ratio_to_{ref}"] = [round(iv.estimate, 4), round(iv.low, 4), round(iv.high, 4)]

@@ -86,7 +86,7 @@ from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
 from dpbandit.agents.private import (PrivateAgent, RewardClip, context_l2_bound, l2_bound_text, reward_clip_range,
                                      require_finite_theta_bound)
-from dpbandit.agents.release_combination import ReleaseCombination, noise_regulariser
+from dpbandit.agents.release_combination import ReleaseCombination, noise_regulariser, pool_gram
 from dpbandit.agents.release_rules import RULES, thompson_scale, thompson_scores, ucb_radius, ucb_scores
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
@@ -158,12 +158,14 @@ class EpisodicRidgeCalibration:
     rule: str = "greedy"
     alpha: float = 0.05  # failure probability of the UCB width
     row_clip: float = math.inf  # l2 radius rows are clipped to (inf: none); L = min(declared bound, row_clip)
+    gram_pool: bool = False  # disjoint: the arms' Gram matrices share one pooled shape (§6.7)
 
     @classmethod
     def build(cls, c: BanditConstants, budget: EpisodicBudget, calibration: str, gram_share: float | None,
               ridge: float, lam: float | None, mode: str, ucb_alpha: float,
               reward_clip: float | None, centre: bool = False, rule: str = "greedy", alpha: float = 0.05,
-              target_bound: float | None = None, row_clip: float | None = None) -> EpisodicRidgeCalibration:
+              target_bound: float | None = None, row_clip: float | None = None,
+              gram_pool: bool = False) -> EpisodicRidgeCalibration:
         L = context_l2_bound(c)
         if row_clip is None:
             row_clip = default_row_clip(c)
@@ -204,7 +206,7 @@ class EpisodicRidgeCalibration:
                    dim=c.dim, L=L, B=B, clip=clip, context_norm=c.context_norm, context_bound=c.context_bound,
                    gram_share=w, gram_share_rule=rule_w, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam,
                    mode=mode, ucb_alpha=ucb_alpha, centre=shift, target_bound=S_r, theta_l2=S2, rule=rule, alpha=alpha,
-                   row_clip=row_clip)
+                   row_clip=row_clip, gram_pool=gram_pool and c.structure == "disjoint")
 
     @property
     def spread(self) -> float:
@@ -321,6 +323,8 @@ class EpisodicRidgeCurator(EpisodicCurator):
                     n_summed: int) -> EpisodicRidgeRelease:
         """The estimate and the action rule's public arrays from the combined noisy statistics (post-processing)."""
         cal, d = self.cal, self.cal.dim
+        if cal.gram_pool:  # one pooled shape for every arm (post-processing of released arrays, §6.7)
+            gram, w_norm = pool_gram(gram, w_norm)
         lam = self._regulariser(n_summed, w_norm)
         # V = G~ + lam I with eigenvalues floored at ridge (post-processing): V^{-1} = U diag(1/max(e, ridge)) U^T
         evals, evecs = np.linalg.eigh(gram + lam[:, None, None] * np.eye(d))
@@ -388,6 +392,8 @@ class EpisodicRidgeCurator(EpisodicCurator):
     def _report_note(self) -> str:
         cal = self.cal
         centred = f"rewards centred at c = {cal.centre:.6g}; " if cal.centre else ""
+        if cal.gram_pool:
+            centred += "Gram matrices pooled across arms (docs/episodic-agents.md §6.7); "
         rule = f"action rule {cal.rule!r}" + (f" (width failure probability alpha = {cal.alpha:g})"
                                               if cal.rule == "ucb" else "")
         if cal.calibration == "none":
@@ -442,6 +448,10 @@ class EpisodicRidge(PrivateAgent):
     row_clip:
         l2 radius > 0 (or inf) every played row is clipped to before it enters the statistics (and in the action
         rule); L = min(declared bound, row_clip). Default :func:`default_row_clip` (none for l2 contexts).
+    gram_pool:
+        Disjoint structure: estimate every arm's Gram matrix as its released trace's share of the sum of all arms'
+        releases (:func:`~dpbandit.agents.release_combination.pool_gram`, §6.7; post-processing). Default False;
+        refused with ``rule="ucb"``.
     """
 
     name = "episodic_ridge"
@@ -450,16 +460,21 @@ class EpisodicRidge(PrivateAgent):
                  calibration: str = "exact", gram_share: float | None = None, first_episode: int | None = None,
                  mode: str = "weighted", ridge: float = 1.0, lam: float | None = None, ucb_alpha: float = 0.0,
                  reward_clip: float | None = None, growth: int = 2, centre: bool = True, rule: str = "greedy",
-                 alpha: float = 0.05, target_bound: float | None = None, row_clip: float | None = None):
+                 alpha: float = 0.05, target_bound: float | None = None, row_clip: float | None = None,
+                 gram_pool: bool = False):
         budget = EpisodicBudget.build(constants, epsilon, delta)
         calibration = check_choice("calibration", calibration, ("exact", "zcdp"))
         mode = check_choice("mode", mode, MODES)
         rule = check_choice("rule", rule, RULES)
-        if not isinstance(centre, (bool, np.bool_)):
-            raise TypeError(f"centre must be a bool, got {centre!r}")
+        for flag, value in (("centre", centre), ("gram_pool", gram_pool)):
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"{flag} must be a bool, got {value!r}")
         alpha = check_real("alpha", alpha, low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
         if rule == "ucb":
             require_finite_theta_bound(constants, "episodic_ridge with rule='ucb'", "the confidence width beta")
+            if gram_pool:
+                raise ValueError("gram_pool must be False with rule='ucb': the width's bound needs each arm's own Gram "
+                                 "matrix (docs/episodic-agents.md §6.3)")
             if lam is not None:
                 raise ValueError("lam must be None with rule='ucb': the width's regulariser is "
                                  "ridge + sigma_G ||w|| (2 sqrt(d) + 2 sqrt(ln(3/alpha))) (docs/episodic-agents.md §6.3)")
@@ -474,7 +489,7 @@ class EpisodicRidge(PrivateAgent):
         self.epsilon, self.delta = budget.epsilon, budget.delta
         self.cal = EpisodicRidgeCalibration.build(constants, budget, calibration, gram_share, ridge, lam, mode,
                                                   ucb_alpha, reward_clip, bool(centre), rule, alpha, target_bound,
-                                                  row_clip)
+                                                  row_clip, bool(gram_pool))
         super().__init__(constants)
 
     def memory_estimate(self) -> int:

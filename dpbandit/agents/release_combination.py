@@ -33,7 +33,7 @@ import numpy as np
 
 from dpbandit.validation import check_int, check_real
 
-__all__ = ["ReleaseCombination", "combination_weights", "noise_regulariser"]
+__all__ = ["ReleaseCombination", "combination_weights", "noise_regulariser", "pool_gram"]
 
 
 def combination_weights(gram: np.ndarray, v_y: float, tau2: float) -> np.ndarray:
@@ -88,3 +88,16 @@ class ReleaseCombination:
         scale = np.divide(1.0, self._w_max, out=np.zeros_like(w), where=self._w_max > 0)
         return (self._gram * scale[:, None, None], self._moment * scale[:, None],
                 np.sqrt(self._w_sq) * scale)
+
+
+def pool_gram(gram: np.ndarray, w_norm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The disjoint structure's pooled-shape Gram matrices (``docs/episodic-agents.md`` §6.7): ``gram`` (K, d, d) the
+    per-arm combined releases -> ``G_a = c_a sum_b G~_b`` with ``c_a = t^_a / sum_b t^_b`` (released traces,
+    ``t^ = max(tr, 0)``), and the noise scale of the result, ``||w|| c_a sqrt(K)`` per arm (the sum of K independent
+    symmetric noises has sd ``sqrt(K)`` times one). Post-processing of released arrays; it assumes the arms' second
+    moments share one shape, and trades that bias for a sqrt(K)-fold signal-to-noise ratio of the Gram matrix."""
+    K = gram.shape[0]
+    traces = np.maximum(np.trace(gram, axis1=1, axis2=2), 0.0)
+    total = traces.sum()
+    c = traces / total if total > 0 else np.zeros(K)
+    return c[:, None, None] * gram.sum(axis=0), np.asarray(w_norm, dtype=float) * c * np.sqrt(K)

@@ -207,3 +207,55 @@ def test_audit_gram_pair_orthogonal_contexts():
         return [(np.array([row, [0.0, 0.0]]), 0, 0.5), other]
 
     audit_release_pair(agent, users_of, np.array([[1.0, 0.0], [0.0, -1.0]]), np.zeros(2))
+
+
+# -- the pooled Gram shape (disjoint; docs/episodic-agents.md §6.7) -------------------------------------------------
+
+
+def test_pooled_gram_shape_known_answers_and_noise_scale():
+    from dpbandit.agents.release_combination import pool_gram
+
+    shape = np.array([[2.0, 0.5], [0.5, 1.0]])
+    gram = np.array([10 * shape, 30 * shape, 0 * shape])  # one shape: pooling changes nothing
+    pooled, w = pool_gram(gram, np.ones(3))
+    np.testing.assert_allclose(pooled, gram, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w, np.array([0.25, 0.75, 0.0]) * math.sqrt(3))
+    # noise of the pooled arm a: c_a times the sum of K independent symmetric noises, sd c_a sqrt(K) sigma
+    rng = np.random.default_rng(4)
+    Z = SymmetricGaussianNoise(1.0).sample(rng, (20_000, 3, 2, 2))
+    noisy = gram + Z
+    pooled = np.array([pool_gram(g, np.ones(3))[0][1] for g in noisy[:4000]])  # arm 1's pooled matrix
+    c = np.array([max(np.trace(g[1]), 0) / np.maximum(np.trace(g, axis1=1, axis2=2), 0).sum() for g in noisy[:4000]])
+    noise = pooled[:, 0, 1] - c * gram.sum(0)[0, 1]  # c_a (sum_b Z_b)[0, 1]
+    assert np.std(noise) == pytest.approx(0.75 * math.sqrt(3), rel=0.05)
+
+
+def test_gram_pool_option():
+    c = constants(K=3, d=3, T=60, structure="disjoint")
+    agent = EpisodicRidge(c, epsilon=1.0, gram_pool=True)
+    assert agent.cal.gram_pool and "pooled across arms" in agent.privacy_report().note
+    assert not EpisodicRidge(constants(K=3, d=3, T=60), epsilon=1.0, gram_pool=True).cal.gram_pool  # shared: none
+    with pytest.raises(ValueError, match="gram_pool must be False with rule='ucb'"):
+        EpisodicRidge(c, epsilon=1.0, gram_pool=True, rule="ucb")
+    with pytest.raises(TypeError, match="gram_pool"):
+        EpisodicRidge(c, epsilon=1.0, gram_pool=1)
+    env = gymnasium.make("dpbandit/GLMBandit-v0", n_arms=3, dim=4, horizon=60, link="logistic")
+    check_private_agent(make_agent("episodic_ridge", env, epsilon=1.0, first_episode=1, gram_pool=True), env,
+                        n_rounds=16, audit=True, audit_samples=1000)
+    # the released statistics are those of the unpooled agent (pooling is post-processing of the estimate)
+    users = [(np.tile(np.random.default_rng(t).uniform(-0.5, 0.5, 3), (3, 1)), t % 3, float(t % 2)) for t in range(9)]
+    rels = []
+    for pool in (False, True):
+        cur = EpisodicRidge(c, epsilon=1.0, first_episode=9, mode="forget", gram_pool=pool)._make_curator(
+            np.random.default_rng(0))
+        for u in users:
+            cur.observe(*u)
+        rels.append(cur.release())
+    np.testing.assert_array_equal(rels[0].moment, rels[1].moment)
+    np.testing.assert_allclose(rels[1].gram, pool_gram_of(rels[0].gram), rtol=1e-12)
+
+
+def pool_gram_of(gram):
+    from dpbandit.agents.release_combination import pool_gram
+
+    return pool_gram(gram, np.ones(gram.shape[0]))[0]
