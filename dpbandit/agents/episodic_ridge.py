@@ -206,7 +206,7 @@ class EpisodicRidgeCalibration:
                    dim=c.dim, L=L, B=B, clip=clip, context_norm=c.context_norm, context_bound=c.context_bound,
                    gram_share=w, gram_share_rule=rule_w, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam,
                    mode=mode, ucb_alpha=ucb_alpha, centre=shift, target_bound=S_r, theta_l2=S2, rule=rule, alpha=alpha,
-                   row_clip=row_clip, gram_pool=gram_pool and c.structure == "disjoint")
+                   row_clip=row_clip, gram_pool=gram_pool and c.structure == "disjoint" and not budget.noise_off)
 
     @property
     def spread(self) -> float:
@@ -451,7 +451,7 @@ class EpisodicRidge(PrivateAgent):
     gram_pool:
         Disjoint structure: estimate every arm's Gram matrix as its released trace's share of the sum of all arms'
         releases (:func:`~dpbandit.agents.release_combination.pool_gram`, §6.7; post-processing). Default False;
-        refused with ``rule="ucb"``.
+        refused with ``rule="ucb"``; no effect with the noise off (nothing to trade the shared-shape bias for).
     """
 
     name = "episodic_ridge"

@@ -235,6 +235,7 @@ def test_gram_pool_option():
     agent = EpisodicRidge(c, epsilon=1.0, gram_pool=True)
     assert agent.cal.gram_pool and "pooled across arms" in agent.privacy_report().note
     assert not EpisodicRidge(constants(K=3, d=3, T=60), epsilon=1.0, gram_pool=True).cal.gram_pool  # shared: none
+    assert not EpisodicRidge(c, epsilon=math.inf, gram_pool=True).cal.gram_pool  # noise off: nothing to trade
     with pytest.raises(ValueError, match="gram_pool must be False with rule='ucb'"):
         EpisodicRidge(c, epsilon=1.0, gram_pool=True, rule="ucb")
     with pytest.raises(TypeError, match="gram_pool"):
