@@ -101,6 +101,7 @@ def scenario_figure(scores: pd.DataFrame, scenario: str):
     tab = scores[(scores["scenario"] == scenario) & np.isfinite(scores["final_regret_mean"].astype(float))].copy()
     tab["role"] = np.where(tab["agent"] == "random", "reference", "private")
     tab["delta"] = tab["delta"].astype(float)
+    tab["horizon"] = tab["horizon"].astype(int)  # a panel title "T = 2,000"
     fig = frontier_figure(tab, title=f"{scenario} ({suite_name()})")
     return fig
 
