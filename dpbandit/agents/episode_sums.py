@@ -66,7 +66,10 @@ class EpisodeSums:
         if n == 0:
             return
         if self._gram is not None:
-            blas.dsyrk(1.0, X.T, beta=1.0, c=self._gram[m].T, trans=0, lower=0, overwrite_c=1)
+            G = self._gram[m].T  # F-ordered: updated in place (kept if the wrapper ever returns a copy)
+            out = blas.dsyrk(1.0, X.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
+            if not np.shares_memory(out, G):
+                G[...] = out
         self._moment[m] += X.T @ w
         self._counts[m] += n
 
