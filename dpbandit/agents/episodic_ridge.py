@@ -315,7 +315,7 @@ class EpisodicRidgeCurator(EpisodicCurator):
             return np.full(M, cal.lam)
         if cal.rule == "ucb":
             return noise_regulariser(cal.ridge, cal.sigma_G, w_norm, cal.dim, tail_alpha=cal.alpha / 3.0)
-        if cal.mode == "weighted":
+        if cal.mode == "weighted" or cal.gram_pool:
             return noise_regulariser(cal.ridge, cal.sigma_G, w_norm, cal.dim)
         return np.full(M, cal.regulariser(max(n_summed, 1)))
 
@@ -323,11 +323,12 @@ class EpisodicRidgeCurator(EpisodicCurator):
                     n_summed: int) -> EpisodicRidgeRelease:
         """The estimate and the action rule's public arrays from the combined noisy statistics (post-processing)."""
         cal, d = self.cal, self.cal.dim
+        shape = gram
         if cal.gram_pool:  # one pooled shape for every arm (post-processing of released arrays, §6.7)
-            gram, w_norm = pool_gram(gram, w_norm)
+            shape, w_norm = pool_gram(gram, w_norm)
         lam = self._regulariser(n_summed, w_norm)
         # V = G~ + lam I with eigenvalues floored at ridge (post-processing): V^{-1} = U diag(1/max(e, ridge)) U^T
-        evals, evecs = np.linalg.eigh(gram + lam[:, None, None] * np.eye(d))
+        evals, evecs = np.linalg.eigh(shape + lam[:, None, None] * np.eye(d))
         evals = np.maximum(evals, cal.ridge)
         v_inv = np.einsum("mij,mj,mkj->mik", evecs, 1.0 / evals, evecs)
         theta = np.einsum("mij,mj->mi", v_inv, moment)
@@ -450,8 +451,9 @@ class EpisodicRidge(PrivateAgent):
         rule); L = min(declared bound, row_clip). Default :func:`default_row_clip` (none for l2 contexts).
     gram_pool:
         Disjoint structure: estimate every arm's Gram matrix as its released trace's share of the sum of all arms'
-        releases (:func:`~dpbandit.agents.release_combination.pool_gram`, §6.7; post-processing). Default False;
-        refused with ``rule="ucb"``; no effect with the noise off (nothing to trade the shared-shape bias for).
+        releases (:func:`~dpbandit.agents.release_combination.pool_gram`, §6.7; post-processing). Default (None):
+        on, except with ``rule="ucb"``, whose width needs each arm's own Gram matrix (``True`` with it is refused);
+        no effect with the noise off (nothing to trade the shared-shape bias for) or in the shared structure.
     """
 
     name = "episodic_ridge"
@@ -461,11 +463,13 @@ class EpisodicRidge(PrivateAgent):
                  mode: str = "weighted", ridge: float = 1.0, lam: float | None = None, ucb_alpha: float = 0.0,
                  reward_clip: float | None = None, growth: int = 2, centre: bool = True, rule: str = "greedy",
                  alpha: float = 0.05, target_bound: float | None = None, row_clip: float | None = None,
-                 gram_pool: bool = False):
+                 gram_pool: bool | None = None):
         budget = EpisodicBudget.build(constants, epsilon, delta)
         calibration = check_choice("calibration", calibration, ("exact", "zcdp"))
         mode = check_choice("mode", mode, MODES)
         rule = check_choice("rule", rule, RULES)
+        if gram_pool is None:
+            gram_pool = rule != "ucb"
         for flag, value in (("centre", centre), ("gram_pool", gram_pool)):
             if not isinstance(value, (bool, np.bool_)):
                 raise TypeError(f"{flag} must be a bool, got {value!r}")
