@@ -10,7 +10,7 @@ Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/
   (target <= 0.70x random);
 * ``dense-shared-linear`` (SharedLinear-v0) and ``han-figure-5.1`` at epsilon = 1: no regression of the episodic
   agents (the previous defaults are run beside the new ones: ``episodic_ridge_v1`` = mode "forget", no centring,
-  the old share, no row clip);
+  the old share, no row clip, no pooled Gram shape);
 * noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge).
 
 Every agent sees the same users and reward noise for a seed (common random numbers), so ratios are paired by seed.
@@ -44,24 +44,25 @@ INF = math.inf
 def agents(theta_bound: float) -> dict[str, tuple[str, dict]]:
     """name -> (registry name, parameters without epsilon); ``None`` epsilon: non-private."""
     # the defaults before issue 28: forget, uncentred, share L S / (L S + 2 B), the declared context bound
-    old = {"mode": "forget", "centre": False, "target_bound": theta_bound, "row_clip": INF}
+    old = {"mode": "forget", "centre": False, "target_bound": theta_bound, "row_clip": INF, "gram_pool": False}
     return {
         "greedy": ("greedy", {}),
         "linucb": ("linucb", {}),
         "episodic_ridge": ("episodic_ridge", {}),
-        "episodic_ridge_pooled": ("episodic_ridge", {"gram_pool": True}),
+        "episodic_ridge_unpooled": ("episodic_ridge", {"gram_pool": False}),
         "episodic_ridge_thompson": ("episodic_ridge", {"rule": "thompson"}),
         "episodic_ridge_ucb": ("episodic_ridge", {"rule": "ucb"}),
         "episodic_ridge_v1": ("episodic_ridge", old),
         "episodic_ridge_noise_off": ("episodic_ridge", {"epsilon": INF}),
         "episodic_ridge_noise_off_uncentred": ("episodic_ridge", {"epsilon": INF, "centre": False}),
         "episodic_ridge_v1_noise_off": ("episodic_ridge", dict(old, epsilon=INF)),
+        "episodic_glm": ("episodic_glm", {}),
         "fliphat": ("fliphat", {}),
         "random": ("random", {}),
     }
 
 
-PRIVATE = {"episodic_ridge", "episodic_ridge_pooled", "episodic_ridge_thompson", "episodic_ridge_ucb", "episodic_ridge_v1", "fliphat"}
+PRIVATE = {"episodic_ridge", "episodic_glm", "episodic_ridge_unpooled", "episodic_ridge_thompson", "episodic_ridge_ucb", "episodic_ridge_v1", "fliphat"}
 
 
 def run(env, name: str, params: dict, seed: int) -> tuple[float, float]:
@@ -109,7 +110,7 @@ def scenario(name: str, horizon: int, seeds: int, only: set[str] | None) -> dict
                        "mean_regret": round(float(r.mean()), 2), "seconds_per_seed": round(seconds[label], 2)}
     for label, ref in (("episodic_ridge_noise_off", "greedy"), ("episodic_ridge_noise_off_uncentred", "greedy"),
                        ("episodic_ridge_v1_noise_off", "greedy"), ("episodic_ridge", "episodic_ridge_v1"),
-                       ("episodic_ridge_pooled", "episodic_ridge")):
+                       ("episodic_ridge", "episodic_ridge_unpooled")):
         if label in regrets and ref in regrets:
             iv = ratio_interval(regrets[label], regrets[ref])
             rows[label][f"ratio_to_{ref}"] = [round(iv.estimate, 4), round(iv.low, 4), round(iv.high, 4)]
