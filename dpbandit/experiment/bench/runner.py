@@ -213,7 +213,7 @@ def _gather(bc, cells, reference, audits, run_dir, start, cpu_start, run) -> Ben
     from dpbandit.experiment.bench.scorecard import write_scorecard
     from dpbandit.files import write_atomic, write_json_atomic
 
-    curves, finals, privacy, refused, noise_off, job_cpu = [], [], {}, {}, {}, 0.0
+    curves, finals, privacy, refused, noise_off, job_cpu, jobs, resumed = [], [], {}, {}, {}, 0.0, 0, 0
     for cell in cells:
         name = cell.scenario.name
         refused.update({f"{name} / {k}": v for k, v in cell.refused.items()})
@@ -222,6 +222,7 @@ def _gather(bc, cells, reference, audits, run_dir, start, cpu_start, run) -> Ben
         if cell.config is not None:
             result = run(cell.config)
             curves.append(result.results)
+            jobs, resumed = jobs + len(result.jobs), resumed + result.resumed_jobs
             cpu = {(m["agent"], m["seed"]): m.get("cpu_seconds", math.nan) for m in result.jobs}
             job_cpu += sum(v for v in cpu.values() if math.isfinite(v))
             for m in result.jobs:
@@ -261,7 +262,7 @@ def _gather(bc, cells, reference, audits, run_dir, start, cpu_start, run) -> Ben
     write_atomic(run_dir / FILES["scores"], lambda p: scores.to_csv(p, index=False))
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     timing = {"wall_seconds": seconds, "driver_cpu_seconds": cpu_seconds, "jobs_cpu_seconds": job_cpu,
-              "load_average_1_5_15": load, "cpus": os.cpu_count()}
+              "jobs": jobs, "resumed_jobs": resumed, "load_average_1_5_15": load, "cpus": os.cpu_count()}
     md, html, figures = write_scorecard(run_dir, scores, finals, bc, cells_why={c.scenario.name: c.scenario.why
                                                                                   for c in cells},
                                         reference=reference, timing=timing)

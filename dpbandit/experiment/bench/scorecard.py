@@ -157,9 +157,11 @@ def write_scorecard(run_dir: Path, scores: pd.DataFrame, finals: pd.DataFrame, b
                             f"{reference.meta.get('made', '?')}, load {reference.meta.get('load', '?')}); their CPU "
                             "times were measured on that machine, not this one."))
     load = timing.get("load_average_1_5_15")
+    resumed = (f" ({timing['resumed_jobs']} of its {timing['jobs']} jobs read back from an earlier run, their CPU "
+               "counted)" if timing.get("resumed_jobs") else "")
     blocks.append(("p", f"This run: {timing['wall_seconds']:.0f} s wall, {timing['jobs_cpu_seconds']:.0f} s CPU in "
-                        f"jobs, {timing['cpus']} CPUs, load average {', '.join(f'{x:.2f}' for x in load) if load else '?'}"
-                        "."))
+                        f"jobs{resumed}, {timing['cpus']} CPUs, load average "
+                        f"{', '.join(f'{x:.2f}' for x in load) if load else '?'}."))
     blocks += [("h2", "Summary across scenarios"), ("table", summary_table(scores))]
     for scenario in dict.fromkeys(scores["scenario"]):
         blocks += [("h2", scenario), ("p", cells_why.get(scenario, "")), ("table", scenario_table(scores, scenario))]
