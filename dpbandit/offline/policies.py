@@ -11,47 +11,40 @@ Two kinds of evaluated policy:
   tie-breaking); epsilon-greedy: ``(1 - eps_t) greedy + eps_t / K``.
 
   A private agent (:class:`~dpbandit.agents.private.PrivateAgent`) acts by its static action rule on its latest
-  release; :func:`rule_probabilities` gives the rule's distribution from the release and the observation alone,
-  computed with the rule's own score functions. Every built-in rule breaks exact ties (equal scores, no tolerance)
-  uniformly at random (:func:`~dpbandit.agents.baselines.argmax_random_tie`), so its distribution is uniform over the
-  arms of largest score:
+  release; :func:`rule_probabilities` gives that rule's exact distribution by running the rule itself once per
+  outcome of its uniform integer draws (no copy of any rule's scores, so it follows the rule as it changes). Every
+  built-in rule breaks exact ties (equal scores, no tolerance) uniformly at random
+  (:func:`~dpbandit.agents.baselines.argmax_random_tie`), so its distribution is uniform over the arms of largest
+  score:
 
   * DP-HDB (``spec/han-frank-wolfe.md`` §6): during the warm-up (no frozen forced-sample estimator yet) the
     deterministic round robin, a point mass on arm ``round mod K``; after it, uniform over the largest
     :func:`~dpbandit.agents.dp_hdb.greedy_index` values (the greedy arms among the h/2 pre-selected ones);
   * FLIPHAT: uniform over the largest :func:`~dpbandit.agents.fliphat.greedy_scores` (before the first release
     every score is 0: uniform over all arms);
-  * episodic private ridge: uniform over the largest :func:`~dpbandit.agents.episodic_ridge.ridge_scores`
-    (greedy, plus the heuristic width when ``ucb_alpha > 0``), or over the largest UCB indices of a release whose
-    ``rule`` is ``"ucb"``; a ``"thompson"`` release's distribution (the chance that each arm wins one Gaussian draw)
-    has no closed form: **undefined** (below);
+  * episodic private ridge: uniform over the largest greedy (plus ``ucb_alpha`` width) or UCB scores of its release;
+    its Thompson rule draws a Gaussian, whose chance of making each arm the best has no closed form: **undefined**;
   * DP-UCB: uniform over the largest optimistic indices :func:`~dpbandit.agents.dp_ucb_release.ucb_scores`;
   * private OCO learners as agents: ``(1 - e)`` uniform over the largest ``x_a . theta_a`` plus ``e / K``
-    (``e`` the release's exploration probability).
-
-  Any other private rule (a plug-in agent's) is probed with a throw-away generator: a rule that draws no randomness
-  is deterministic there, so its distribution is the one-hot row of its arm.
+    (``e`` the release's exploration probability; its continuous coin is stated in closed form here);
+  * a plug-in private agent's rule: exact when its only randomness is uniform integer draws, else undefined.
 
 Where the distribution is **not defined** here — an agent that overrides ``act`` (e.g. the LASSO bandit), episodic
-ridge's Thompson rule, or a plug-in private rule that drew randomness — :func:`agent_probabilities` returns
-``None``, and :func:`~dpbandit.offline.replay.evaluate_offline` uses the one-hot row of the action the agent actually
-played (unbiased, but noisier), counts those rounds in ``OfflineResult.played_rounds`` (the ``played_rounds`` column
-of its tables) and says so in a warning.
+ridge's Thompson rule, a plug-in rule with other draws, a tie needing more than :data:`MAX_RULE_CALLS` rule calls —
+:func:`agent_probabilities` returns ``None``, and :func:`~dpbandit.offline.replay.evaluate_offline` uses the one-hot
+row of the action the agent actually played (unbiased, but noisier), counts those rounds in
+``OfflineResult.played_rounds`` (the ``played_rounds`` column of its tables) and says so in a warning.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
 
 from dpbandit.agents.base import Agent
 from dpbandit.agents.baselines import EpsilonGreedy, Greedy, Oracle, UniformRandom
-from dpbandit.agents.dp_hdb import DPHDB, greedy_index
-from dpbandit.agents.dp_ucb import DPUCB
-from dpbandit.agents.dp_ucb_release import ucb_scores
-from dpbandit.agents.episodic_ridge import EpisodicRidge, ridge_scores
-from dpbandit.agents.fliphat import FLIPHAT, greedy_scores
 from dpbandit.agents.linucb import LinUCB
 from dpbandit.agents.oco_adapter import OCOAgent
 from dpbandit.agents.private import PrivateAgent
@@ -128,64 +121,82 @@ def _argmax_set(scores: np.ndarray) -> np.ndarray | None:
     return best / best.sum()
 
 
-def _one_hot(arm: int, k: int) -> np.ndarray:
-    out = np.zeros(k)
-    out[int(arm)] = 1.0
-    return out
-
-
-def _dp_hdb(release, observation):
-    k = release.theta.shape[0]
-    if release.theta_forced is None:  # the warm-up's round robin
-        return _one_hot(release.round % k, k)
-    values = np.empty(k)
-    greedy_index(np.asarray(observation, dtype=float), release.theta_forced, release.theta, release.h,
-                 release.link == "logistic", values)
-    return _argmax_set(values)
-
-
-def _episodic_ridge(release, observation):
-    X = np.asarray(observation, dtype=float)
-    rule = getattr(release, "rule", "greedy")  # the release's action rule (releases without one are greedy)
-    if rule == "greedy":
-        return _argmax_set(ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared, X))
-    if rule == "ucb":
-        from dpbandit.agents.release_rules import ucb_scores as width_scores
-
-        return _argmax_set(width_scores(release.theta, release.v_inv, release.beta, release.shared, X))
-    return None  # Thompson: P(a maximises x_a . theta~) under the Gaussian draw has no closed form
-
-
 def _oco(release, observation):
+    """The OCO agent's epsilon-greedy rule: its coin ``rng.random() < e`` is continuous, so it is stated here."""
     greedy = _argmax_set(np.einsum("kd,kd->k", observation, release.thetas))
     e = release.exploration  # a probability in [0, 1]
     return greedy if greedy is None else (1 - e) * greedy + e / len(greedy)
 
 
-#: The distribution of each built-in static action rule, ``(release, observation (K, d)) -> (K,)`` (module docstring).
-_RULES: dict[Callable, Callable[[Any, np.ndarray], np.ndarray | None]] = {
-    DPHDB.action_rule: _dp_hdb,
-    FLIPHAT.action_rule: lambda r, x: _argmax_set(greedy_scores(r.theta, np.asarray(x, dtype=float))),
-    EpisodicRidge.action_rule: _episodic_ridge,
-    DPUCB.action_rule: lambda r, x: _argmax_set(ucb_scores(r, x)),
-    OCOAgent.action_rule: _oco,
-}
+#: Rules whose distribution is stated here rather than enumerated.
+_STATED: dict[Callable, Callable[[Any, np.ndarray], np.ndarray | None]] = {OCOAgent.action_rule: _oco}
+#: Most rule calls one distribution may take (a tie of more arms is left undefined).
+MAX_RULE_CALLS = 1024
+
+
+class _Branch(Exception):
+    """The rule asked for an integer draw beyond the script: its number of outcomes."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+
+class _NotEnumerable(Exception):
+    """The rule drew anything but a uniform integer (a continuous or non-uniform draw)."""
+
+
+class _ScriptedDraws:
+    """Stands in for the exploration generator: ``integers(n)`` returns the next scripted outcome (``_Branch`` when
+    the script is spent); every other draw raises ``_NotEnumerable``."""
+
+    def __init__(self, script: tuple[int, ...]):
+        self.script, self.used, self.sizes = script, 0, []
+
+    def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
+        if size is not None or high is not None or endpoint or np.ndim(low) != 0:
+            raise _NotEnumerable
+        n = int(low)
+        if self.used == len(self.script):
+            raise _Branch(n)
+        self.sizes.append(n)
+        self.used += 1
+        return self.script[self.used - 1]
+
+    def __getattr__(self, name):
+        raise _NotEnumerable
 
 
 def rule_probabilities(rule: Callable, release: Any, observation: np.ndarray) -> np.ndarray | None:
     """The distribution ``(K,)`` of the static action rule ``rule`` (a private agent class's ``action_rule``) on
-    ``release`` and the current user's ``observation`` ``(K, d)``: exact for the built-in rules (module docstring);
-    for another rule, the one-hot row of its arm when it draws no randomness, else None (undefined). Draws nothing
-    from any agent generator."""
-    known = _RULES.get(rule)
-    if known is not None:
-        return known(release, observation)
-    probe = np.random.default_rng(0)
-    before = probe.bit_generator.state
-    arm = rule(release, observation, probe)
-    if probe.bit_generator.state != before:
-        return None
-    return _one_hot(arm, np.shape(observation)[0])
+    ``release`` and the current user's ``observation`` ``(K, d)``, or None where it is not defined.
+
+    Exact by enumeration: the rule itself is run with a scripted stand-in for its generator, once per outcome of
+    each uniform integer draw it makes (``rng.integers(n)``: the uniform tie-breaking of
+    :func:`~dpbandit.agents.baselines.argmax_random_tie`), and each outcome path weighs ``prod 1/n``. A rule that
+    draws nothing is a point mass; one that makes any other draw (a continuous coin, a Gaussian) is not enumerable
+    (None), except the OCO agent's epsilon-greedy coin, stated in closed form. At most :data:`MAX_RULE_CALLS` calls
+    (else None). Draws nothing from any agent generator."""
+    stated = _STATED.get(rule)
+    if stated is not None:
+        return stated(release, observation)
+    k = np.shape(observation)[0]
+    out = np.zeros(k)
+    pending, calls = [()], 0
+    while pending:
+        script = pending.pop()
+        calls += 1
+        if calls > MAX_RULE_CALLS:
+            return None
+        draws = _ScriptedDraws(script)
+        try:
+            arm = rule(release, observation, draws)
+        except _Branch as branch:
+            pending.extend(script + (j,) for j in range(branch.n))
+            continue
+        except _NotEnumerable:
+            return None
+        out[int(arm)] += 1.0 / math.prod(draws.sizes)
+    return out
 
 
 def _overrides(agent: Agent, cls: type) -> bool:

@@ -14,7 +14,7 @@ from dpbandit.agents.dp_ucb_release import DPUCBRelease
 from dpbandit.agents.fliphat import FLIPHATRelease
 from dpbandit.agents.oco_adapter import OCORelease
 from dpbandit.offline import LoggedData, ReplayEnv, evaluate_offline
-from dpbandit.offline.policies import agent_probabilities
+from dpbandit.offline.policies import agent_probabilities, rule_probabilities
 
 K, D = 4, 2
 X = np.array([0.6, -0.3])  # the current user's context (every arm's row: disjoint structure)
@@ -168,3 +168,20 @@ def test_replay_uses_the_distribution_and_its_intervals_narrow():
         ratio = exact.estimates[name].half_width / played.estimates[name].half_width
         assert ratio < 0.75, (name, ratio)
         assert exact.estimates[name].covers(exact.truth)
+
+
+def test_a_plug_in_rule_is_enumerated_exactly_or_left_undefined():
+    """A rule's uniform integer draws are enumerated (here two nested ones: arm 0 w.p. 1/2, arms 1-3 w.p. 1/6 each);
+    any other draw leaves the distribution undefined; a rule without draws is a point mass."""
+    def nested(release, observation, rng):
+        return 0 if rng.integers(2) == 0 else 1 + int(rng.integers(3))
+
+    def coin(release, observation, rng):
+        return int(rng.random() < 0.5)
+
+    assert np.allclose(rule_probabilities(nested, None, OBS), [1 / 2, 1 / 6, 1 / 6, 1 / 6])
+    rng = np.random.default_rng(1)
+    counts = np.bincount([nested(None, OBS, rng) for _ in range(DRAWS)], minlength=K)
+    assert stats.chisquare(counts, DRAWS * rule_probabilities(nested, None, OBS)).pvalue > 1e-6
+    assert rule_probabilities(coin, None, OBS) is None
+    assert np.array_equal(rule_probabilities(lambda r, x, rng: 2, None, OBS), np.eye(K)[2])
