@@ -43,7 +43,8 @@ def _continue(env, agent, obs, rounds: int) -> tuple[list[int], list[float], np.
 
 @pytest.mark.parametrize("name,params", AGENT_CASES, ids=[f"{n}-{p}" for n, p in AGENT_CASES])
 def test_agent_pickled_mid_run_continues_bit_identically(name, params):
-    env = gymnasium.make("dpbandit/SparseLinear-v0", horizon=160, dim=8)
+    logistic = {"link": "logistic", "noise_std": None} if name == "episodic_glm" else {}  # a GLM of [0, 1] rewards
+    env = gymnasium.make("dpbandit/SparseLinear-v0", horizon=160, dim=8, **logistic)
     agent = make_agent(name, env, **params)
     obs, _ = env.reset(seed=3)
     agent.reset(3)
