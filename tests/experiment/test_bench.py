@@ -201,20 +201,22 @@ def test_a_plugin_agent_is_scored_against_the_shipped_reference(tmp_path):
     same seeds. Mine is episodic ridge renamed, so its finals equal the reference's episodic_ridge seed by seed."""
     bc = BenchConfig(size="quick", agents=("tests.experiment.bench_agent:Mine",
                                            "tests.experiment.bench_agent:NoNoiseOff"),
-                     scenarios=("dense-shared-linear",), epsilons=(1.0,), n_jobs=1)
+                     scenarios=("dense-shared-linear", "digits"), epsilons=(1.0,), n_jobs=1)
     result = run_bench(bc, out=tmp_path, progress=False)
     f = result.finals
     mine = "tests.experiment.bench_agent:Mine"
-    for eps in (1.0, math.inf):
-        ours = f[(f["stem"] == mine) & (f["epsilon"] == eps)].set_index("seed")["cumulative_regret"]
-        theirs = f[(f["stem"] == "episodic_ridge") & (f["epsilon"] == eps)].set_index("seed")["cumulative_regret"]
-        assert len(ours) == 5 and ours.equals(theirs.loc[ours.index]), "the shipped reference is stale: " + \
-            refs.COMMAND.format(size="quick")
+    for scenario, eps in [(s, e) for s in bc.scenarios for e in (1.0, math.inf)]:  # shared and disjoint
+        g = f[(f["scenario"] == scenario) & (f["epsilon"] == eps)]
+        ours = g[g["stem"] == mine].set_index("seed")["cumulative_regret"]
+        theirs = g[g["stem"] == "episodic_ridge"].set_index("seed")["cumulative_regret"]
+        assert len(ours) == 5 and ours.equals(theirs.loc[ours.index]), (
+            f"the shipped reference's episodic_ridge rows of {scenario} are stale (the agent changed): "
+            + refs.COMMAND.format(size="quick"))
     assert set(f.loc[f["source"] == "this run", "stem"]) == {mine, "tests.experiment.bench_agent:NoNoiseOff"}
     assert f.loc[f["stem"] == "random", "source"].str.startswith("reference (dpbandit").all()
     jobs = list((result.run_dir / "scenarios" / "dense-shared-linear" / "jobs").glob("*.json"))
     assert len(jobs) == 5 * 3  # Mine at 1 and inf, NoNoiseOff at 1: nothing else was recomputed
-    s = result.scores.set_index(["agent", "epsilon"])
+    s = result.scores[result.scores["scenario"] == "digits"].set_index(["agent", "epsilon"])
     assert s.loc[(mine, 1.0), "ratio_random"] == pytest.approx(s.loc[("episodic_ridge", 1.0), "ratio_random"])
     assert s.loc[("tests.experiment.bench_agent:NoNoiseOff", 1.0), "verdict_noise_off"] == (
         "n/a: no noise-off version (epsilon must be finite: this agent has no noise-off form)")
@@ -254,7 +256,7 @@ def test_the_references_command_regenerates_what_the_runner_reads(tmp_path, monk
 def test_audit_gives_each_agent_a_verdict():
     """--audit: check_private_agent(..., audit=True) per scenario and agent at its smallest epsilon."""
     result = run_bench(BenchConfig(size="tiny", audit=True, n_jobs=1), out=False, progress=False)
-    s = result.scores.set_index(["agent", "epsilon"])
+    s = result.scores[result.scores["scenario"] == "digits"].set_index(["agent", "epsilon"])
     for agent in ("dp_ucb", "episodic_ridge", "fliphat"):
         assert s.loc[(agent, 1.0), "audit"] == "audit: pass (100 samples; never a proof)"
         assert s.loc[(agent, math.inf), "audit"] == ""  # noise off is not audited
@@ -269,3 +271,25 @@ def test_an_agent_without_epsilon_runs_once_at_its_own_budget():
     assert len(result.scores) == 2 and (row["epsilon"], row["reported_epsilon"], row["guarantee"]) == (2.0, 2.0, "JDP")
     assert row["verdict_noise_off"] == "n/a: no noise-off version (the agent has no epsilon hyperparameter)"
     assert row["verdict_random"].startswith(f"{fixed} ") and np.isfinite(row["ratio_random"])
+
+
+@pytest.mark.parametrize("scenario", ["dense-shared-linear", "diabetes"])  # shared and disjoint
+def test_the_shipped_reference_reproduces(scenario):
+    """Every agent of the quick reference, rerun now on seed 0 at the first epsilon of the grid: the same final
+    regret, bit for bit. Fails when an agent's results changed without a version bump: regenerate the reference."""
+    from dpbandit.agents import make_agent
+    from dpbandit.experiment.runner import simulate
+
+    ref = refs.load_reference("quick")
+    sc = bench.load_scenario(scenario)
+    eps = sc.sizes["quick"].epsilons[0]
+    f = ref.finals[(ref.finals["scenario"] == scenario) & (ref.finals["seed"] == 0)]
+    stale = []
+    for stem in dict.fromkeys(f["stem"]):
+        label, params = ("random", {}) if stem == "random" else (bench.agent_label(stem, eps), {"epsilon": eps})
+        env = _env(scenario, "quick")
+        frame = simulate(env, make_agent(stem, env, **sc.agent_params.get(stem, {}), **params), 0)
+        expected = f.loc[f["agent"] == label, "cumulative_regret"].iloc[0]
+        if frame["cumulative_regret"].iloc[-1] != expected:
+            stale.append(f"{label}: {frame['cumulative_regret'].iloc[-1]!r} != {expected!r}")
+    assert not stale, f"the shipped quick reference is stale ({'; '.join(stale)}): " + refs.COMMAND.format(size="quick")
