@@ -140,7 +140,7 @@ def plan_line(bc: BenchConfig, cells: list[Cell], reference) -> tuple[str, float
         f = ref.finals
         per_round = (f["cpu_seconds"] / f["horizon"]).groupby([f["scenario"], f["stem"]]).mean().to_dict()
     jobs = rounds = 0
-    seconds = 0.0
+    seconds, any_timed = 0.0, False
     for cell in cells:
         if cell.config is None:
             continue
@@ -151,12 +151,13 @@ def plan_line(bc: BenchConfig, cells: list[Cell], reference) -> tuple[str, float
         for a, spec in enumerate(cell.config.agents):
             stem = cell.labels[spec.label][0]
             if (cell.scenario.name, stem) not in per_round and stem not in timed:
-                timed[stem] = calibrate(cell.config, 0, a, budget=0.3)
+                timed[stem], any_timed = calibrate(cell.config, 0, a, budget=0.3), True
             seconds += per_round.get((cell.scenario.name, stem), timed.get(stem, 0.0)) * n * T
     workers = max(1, bc.n_jobs)
     line = (f"bench {suite_name()} {bc.size}: {sum(c.config is not None for c in cells)} scenarios, {jobs:,} jobs, "
             f"{rounds:,} rounds; about {duration(seconds / workers)} of work with {workers} parallel "
-            f"job{'s' * (workers > 1)} (CPU per round from {'the shipped reference' if ref else 'timed rounds'})")
+            f"job{'s' * (workers > 1)} (time per round from "
+            f"{', '.join(w for w, used in (('the shipped reference', per_round), ('timed rounds', any_timed)) if used)})")
     return line, seconds / workers
 
 
