@@ -146,21 +146,28 @@ class _NotEnumerable(Exception):
 
 
 class _ScriptedDraws:
-    """Stands in for the exploration generator: ``integers(n)`` returns the next scripted outcome (``_Branch`` when
-    the script is spent); every other draw raises ``_NotEnumerable``."""
+    """Stands in for the exploration generator: a uniform integer draw (``integers(n)``, ``integers(low, high)``,
+    ``choice(n)``) returns the next scripted outcome (``_Branch`` when the script is spent); every other draw raises
+    ``_NotEnumerable``."""
 
     def __init__(self, script: tuple[int, ...]):
         self.script, self.used, self.sizes = script, 0, []
 
     def integers(self, low, high=None, size=None, dtype=np.int64, endpoint=False):
-        if size is not None or high is not None or endpoint or np.ndim(low) != 0:
+        if size is not None or np.ndim(low) != 0 or np.ndim(high) != 0:
             raise _NotEnumerable
-        n = int(low)
+        low, high = (0, int(low)) if high is None else (int(low), int(high))
+        n = high - low + int(endpoint)
         if self.used == len(self.script):
             raise _Branch(n)
         self.sizes.append(n)
         self.used += 1
-        return self.script[self.used - 1]
+        return low + self.script[self.used - 1]
+
+    def choice(self, a, size=None, replace=True, p=None, shuffle=True):
+        if p is not None or not isinstance(a, (int, np.integer)):
+            raise _NotEnumerable
+        return self.integers(a, size=size)
 
     def __getattr__(self, name):
         raise _NotEnumerable

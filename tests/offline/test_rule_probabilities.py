@@ -171,10 +171,12 @@ def test_replay_uses_the_distribution_and_its_intervals_narrow():
 
 
 def test_a_plug_in_rule_is_enumerated_exactly_or_left_undefined():
-    """A rule's uniform integer draws are enumerated (here two nested ones: arm 0 w.p. 1/2, arms 1-3 w.p. 1/6 each);
+    """A rule's uniform integer draws are enumerated (here nested ones: arm 0 w.p. 1/2, arms 1-3 w.p. 1/6 each);
     any other draw leaves the distribution undefined; a rule without draws is a point mass."""
-    def nested(release, observation, rng):
-        return 0 if rng.integers(2) == 0 else 1 + int(rng.integers(3))
+    def nested(release, observation, rng):  # integers(n), choice(n) and integers(low, high[, endpoint])
+        if rng.integers(2) == 0:
+            return 0
+        return int(rng.integers(1, 4)) if rng.choice(2) else int(rng.integers(1, 3, endpoint=True))
 
     def coin(release, observation, rng):
         return int(rng.random() < 0.5)
