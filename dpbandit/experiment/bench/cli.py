@@ -100,7 +100,11 @@ def cli_command(args: argparse.Namespace) -> int:
     print(f"              {result.scorecard_html}")
     print(f"Results:      {result.run_dir / 'results.csv'} (dpbandit plot / dpbandit compare {result.run_dir})")
     print(f"Manifest:     {result.run_dir / 'manifest.json'}")
-    print(f"Time:         {result.seconds:.0f} s wall")
+    t = result.timing
+    load = ", ".join(f"{x:.2f}" for x in t["load_average_1_5_15"]) if t.get("load_average_1_5_15") else "?"
+    resumed = f" ({t['resumed_jobs']} of {t['jobs']} jobs read back)" if t.get("resumed_jobs") else ""
+    print(f"Time:         {result.seconds:.0f} s wall; CPU {t['jobs_cpu_seconds']:.0f} s in jobs{resumed}, "
+          f"{result.cpu_seconds:.0f} s in this process; load average {load}")
     return 0
 
 

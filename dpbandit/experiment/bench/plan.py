@@ -154,7 +154,8 @@ def plan_line(bc: BenchConfig, cells: list[Cell], reference) -> tuple[str, float
                 timed[stem], any_timed = calibrate(cell.config, 0, a, budget=0.3), True
             seconds += per_round.get((cell.scenario.name, stem), timed.get(stem, 0.0)) * n * T
     workers = max(1, bc.n_jobs)
-    line = (f"bench {suite_name()} {bc.size}: {sum(c.config is not None for c in cells)} scenarios, {jobs:,} jobs, "
+    n_run = sum(c.config is not None for c in cells)
+    line = (f"bench {suite_name()} {bc.size}: {n_run} scenario{'s' * (n_run > 1)}, {jobs:,} jobs, "
             f"{rounds:,} rounds; about {duration(seconds / workers)} of work with {workers} parallel "
             f"job{'s' * (workers > 1)} (time per round from "
             f"{', '.join(w for w, used in (('the shipped reference', per_round), ('timed rounds', any_timed)) if used)})")

@@ -26,7 +26,7 @@ import math
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -116,7 +116,8 @@ def _type_name(agent: Any) -> str:
 @dataclass(frozen=True)
 class BenchResult:
     """What :func:`run_bench` produced: ``scores`` (:func:`~dpbandit.experiment.bench.scores.score_table`),
-    ``finals`` (per seed), ``results`` (curves), the run directory and the scorecard paths (None in memory)."""
+    ``finals`` (per seed), ``results`` (curves), the run directory and the scorecard paths (None in memory), the
+    driver's wall and CPU seconds, and ``timing`` (a written run's: jobs' CPU seconds, resumed jobs, load)."""
 
     scores: pd.DataFrame
     finals: pd.DataFrame
@@ -126,6 +127,7 @@ class BenchResult:
     scorecard_html: Path | None
     seconds: float
     cpu_seconds: float
+    timing: dict = field(default_factory=dict)
 
 
 def _bench_hash(bc: BenchConfig, cells: list[Cell], reference) -> str:
@@ -279,4 +281,4 @@ def _gather(bc, cells, reference, audits, run_dir, start, cpu_start, run) -> Ben
         "files": {**FILES, **figures},
     }
     write_json_atomic(run_dir / "manifest.json", manifest)
-    return BenchResult(scores, finals, results, run_dir, md, html, seconds, cpu_seconds)
+    return BenchResult(scores, finals, results, run_dir, md, html, seconds, cpu_seconds, timing)
