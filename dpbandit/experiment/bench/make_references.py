@@ -29,12 +29,15 @@ def config_hashes(scenario: str, size: str, agents) -> dict[str, str]:
     return {a: reference_experiment(scenario, size, a).config_hash() for a in agents}
 
 
-def make_reference(size: str, *, out: str = "runs", name: str = "", n_jobs: int = 2, backend: str = "local",
-                   dask_address: str | None = None, progress: bool = True, folder: Path | None = None) -> Path:
+def make_reference(size: str, *, out: str = "runs", name: str = "", resume: bool = False, n_jobs: int = 2,
+                   backend: str = "local", dask_address: str | None = None, progress: bool = True,
+                   folder: Path | None = None) -> Path:
     """Run the suite at ``size`` with the built-in agents into ``<out>/<name>`` (default name
-    ``references-<size>``; a finished ``dpbandit bench`` of the same size there, e.g. ``bench-quick``, is resumed,
-    its jobs read back) and write the reference files into ``folder`` (default: this package's ``references/``);
-    returns the table's path."""
+    ``references-<size>``) and write the reference files into ``folder`` (default: this package's
+    ``references/``); returns the table's path. Every job is computed afresh (an earlier run there is discarded: its
+    jobs may come from older code, which no config hash sees), unless ``resume``: then the finished jobs of a bench
+    of the same size there (e.g. ``name="bench-quick"``, a ``dpbandit bench --quick`` just run with this code) are
+    read back."""
     from dpbandit import __version__
     from dpbandit.experiment.bench.references import COMMAND, FINAL_COLUMNS
     from dpbandit.experiment.bench.runner import BenchConfig, run_bench
@@ -42,7 +45,8 @@ def make_reference(size: str, *, out: str = "runs", name: str = "", n_jobs: int 
     from dpbandit.files import read_manifest, write_atomic, write_json_atomic
 
     bc = BenchConfig(size=size, n_jobs=n_jobs, name=name or f"references-{size}", out=out)
-    result = run_bench(bc, progress=progress, backend=backend, dask_address=dask_address, allow_long=True)
+    result = run_bench(bc, progress=progress, fresh=not resume, backend=backend, dask_address=dask_address,
+                       allow_long=True)
     finals = result.finals[list(FINAL_COLUMNS)]
     manifest = read_manifest(result.run_dir)
     meta = {
@@ -73,15 +77,18 @@ def main(argv: list[str] | None = None) -> int:
                            description=__doc__.splitlines()[0])
     parser.add_argument("--size", choices=("quick", "full"), required=True)
     parser.add_argument("--out", default="runs", help="parent folder of the bench run (default: runs)")
-    parser.add_argument("--name", default="", help="run folder name (default: references-<size>; bench-quick "
-                        "resumes a finished 'dpbandit bench --quick' there)")
+    parser.add_argument("--name", default="", help="run folder name (default: references-<size>)")
+    parser.add_argument("--resume", action="store_true", help="read back the finished jobs of the bench in that "
+                        "folder (only when they were computed by this code: e.g. --name bench-quick right after "
+                        "'dpbandit bench --quick'); default: compute every job afresh")
     parser.add_argument("--n-jobs", dest="n_jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--backend", choices=("local", "dask"), default="local")
     parser.add_argument("--dask-address", dest="dask_address")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     try:
-        path = make_reference(args.size, out=args.out, name=args.name, n_jobs=args.n_jobs, backend=args.backend,
+        path = make_reference(args.size, out=args.out, name=args.name, resume=args.resume, n_jobs=args.n_jobs,
+                              backend=args.backend,
                               dask_address=args.dask_address, progress=not args.no_progress)
     except EXPECTED as exc:
         return report("make_references", exc)
