@@ -189,9 +189,12 @@ class EpisodicRidgeCurator(EpisodicCurator):
             shape, w_norm = pool_gram(gram, w_norm)
         lam = self._regulariser(n_summed, w_norm)
         # V = G~ + lam I with eigenvalues floored at ridge (post-processing): V^{-1} = U diag(1/max(e, ridge)) U^T
-        evals, evecs = np.linalg.eigh(shape + lam[:, None, None] * np.eye(d))
+        if shape.any():
+            evals, evecs = np.linalg.eigh(shape + lam[:, None, None] * np.eye(d))
+        else:  # nothing released yet (the first release): V = lam I, no O(d^3) decomposition
+            evals, evecs = np.repeat(lam[:, None], d, axis=1), np.repeat(np.eye(d)[None], len(lam), axis=0)
         evals = np.maximum(evals, cal.ridge)
-        v_inv = np.einsum("mij,mj,mkj->mik", evecs, 1.0 / evals, evecs)
+        v_inv = (evecs / evals[:, None, :]) @ evecs.transpose(0, 2, 1)  # U diag(1/e) U^T by BLAS-3 matmul
         theta = np.einsum("mij,mj->mi", v_inv, moment)
         beta = basis = scale = None
         if cal.rule == "ucb":
