@@ -2,19 +2,24 @@
 
 Report random-play regret next to every regret curve (spec/han-frank-wolfe.md §9.1 D7): :class:`UniformRandom`
 is that reference, :class:`Oracle` the zero-regret sanity check.
+
+Every agent here draws its per-round numbers in blocks from its exploration stream (:mod:`dpbandit.agents.draws`;
+the layout is in ``docs/ARCHITECTURE.md``, "Randomness") and plays blocks of rounds (``play_block``, the block
+protocol of :mod:`dpbandit.envs.blocks`) with the same results as ``act`` and ``update`` round by round.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from dpbandit.agents.base import Agent
-from dpbandit.agents.ridge import RidgeState
-from dpbandit.compiled import kernel
+from dpbandit.agents.draws import RoundDraws, argmax_rows, argmax_tie, best_and_ties, choose_tie, tie_uniforms
+from dpbandit.agents.ridge import RidgeState, ridge_means
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.validation import check_index, check_probability, check_real
 
@@ -36,25 +41,6 @@ def argmax_random_tie(values: np.ndarray, rng: np.random.Generator) -> int:
     return int(np.flatnonzero(values == values[best])[rng.integers(n_best)])
 
 
-@kernel
-def best_and_ties(values):
-    """``(first index of the largest entry, number of entries equal to it)`` of a 1-D float array, as
-    ``values.argmax()`` and ``count_nonzero(values == values.max())`` compute them, and ``(first NaN, 0)`` when
-    there is a NaN: compiled (numba) for the kernels of the private agents, whose action rules then break ties, or
-    refuse NaN, with :func:`argmax_random_tie` (called only when the count is not 1)."""
-    best = 0
-    for a in range(values.shape[0]):
-        if math.isnan(values[a]):
-            return a, 0
-        if values[a] > values[best]:
-            best = a
-    ties = 0
-    for a in range(values.shape[0]):
-        if values[a] == values[best]:
-            ties += 1
-    return best, ties
-
-
 def check_arm(arm: object, n_arms: int) -> int:
     """``arm`` as an ``int`` in [0, n_arms - 1] (numpy integers accepted): :func:`~dpbandit.validation.check_index`,
     ``TypeError`` for a non-integer, ``ValueError`` out of range."""
@@ -71,13 +57,16 @@ class UniformRandom(Agent):
     ignores_data = True
 
     def _reset_state(self) -> None:
-        pass
+        self.draws = RoundDraws(self.rng, partial(uniform_arms, self.n_arms))
 
     def act(self, observation: np.ndarray) -> int:
-        return int(self.rng.integers(self.n_arms))
+        return self.draws.next()[0]
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         pass
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        return self.draws.take(block.n)[0].astype(np.intp)
 
 
 class Oracle(Agent):
@@ -118,13 +107,21 @@ class Oracle(Agent):
         return cls(env.unwrapped.constants, expected_rewards=truth, **params)
 
     def _reset_state(self) -> None:
-        pass
+        self.draws = RoundDraws(self.rng, tie_uniforms)
 
     def act(self, observation: np.ndarray) -> int:
-        return argmax_random_tie(np.asarray(self.expected_rewards(observation), dtype=float), self.rng)
+        return argmax_tie(np.asarray(self.expected_rewards(observation), dtype=float), self.draws.next()[0])
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         pass
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The arms of largest expected reward of the block's rounds: its ``means`` are the environment's
+        ``expected_rewards`` of its observations, bit for bit (:mod:`dpbandit.envs.blocks`)."""
+        arms = np.empty(block.n, dtype=np.intp)
+        if argmax_rows(block.means, self.draws.take(block.n)[0], arms) < block.n:
+            raise ValueError("cannot choose an arm: the expected rewards contain NaN")
+        return arms
 
 
 class Greedy(Agent):
@@ -150,19 +147,31 @@ class Greedy(Agent):
 
     def _reset_state(self) -> None:
         self.ridge = RidgeState(self.n_arms, self.dim, self.constants.structure, self.lam)
+        self.draws = RoundDraws(self.rng, tie_uniforms)
 
     def act(self, observation: np.ndarray) -> int:
-        return argmax_random_tie(self.ridge.predict(observation), self.rng)
+        return self._greedy_arm(observation, self.draws.next()[0])
+
+    def _greedy_arm(self, observation: np.ndarray, u: float) -> int:
+        X = np.asarray(observation, dtype=float)
+        if X.shape != (self.n_arms, self.dim):
+            raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, self.dim)}, got {X.shape}")
+        scores = np.empty(self.n_arms)
+        return choose_tie(scores, *ridge_means(self.ridge.W, X, scores), u)
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         arm = check_arm(arm, self.n_arms)
         self.ridge.update(observation[arm], reward, arm)
 
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        return self.ridge.play_block(block.obs, block.rewards, *self.draws.take(block.n))
+
 
 class EpsilonGreedy(Greedy):
     """Greedy on ridge estimates, except with probability epsilon_t an arm drawn uniformly at random.
 
-    Every round draws one uniform number u from ``self.rng``; the round explores when u < epsilon_t (the
+    Every round takes a uniform coin u, an arm drawn uniformly and a tie uniform from its draws (all three drawn for
+    every round, in blocks: :func:`egreedy_draws`); the round explores, playing that arm, when u < epsilon_t (the
     uniformly drawn arm may coincide with the greedy one, so a non-greedy arm is played with probability
     epsilon_t (K - 1) / K).
 
@@ -189,6 +198,7 @@ class EpsilonGreedy(Greedy):
 
     def _reset_state(self) -> None:
         super()._reset_state()
+        self.draws = RoundDraws(self.rng, partial(egreedy_draws, self.n_arms))
         self.t = 0
 
     def current_epsilon(self) -> float:
@@ -198,8 +208,29 @@ class EpsilonGreedy(Greedy):
         return min(self.epsilon, self.decay / (self.t + 1))
 
     def act(self, observation: np.ndarray) -> int:
-        explore = self.rng.random() < self.current_epsilon()
+        coin, arm, u = self.draws.next()
+        explore = coin < self.current_epsilon()
         self.t += 1
-        if explore:
-            return int(self.rng.integers(self.n_arms))
-        return super().act(observation)
+        return arm if explore else self._greedy_arm(observation, u)
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        coins, arms, u = self.draws.take(block.n)
+        if self.decay is None:
+            epsilon = self.epsilon
+        else:  # current_epsilon() of each round, the same float operations
+            epsilon = np.minimum(self.epsilon, self.decay / np.arange(self.t + 1, self.t + block.n + 1))
+        played = self.ridge.play_block(block.obs, block.rewards, u, explore=coins < epsilon,
+                                       explore_arms=arms.astype(np.intp))
+        self.t += block.n
+        return played
+
+
+def uniform_arms(n_arms: int, rng: np.random.Generator, n: int) -> tuple[np.ndarray]:
+    """Uniform random play's draws of n rounds: ``rng.integers(0, n_arms, n)``."""
+    return (rng.integers(0, n_arms, n),)
+
+
+def egreedy_draws(n_arms: int, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Epsilon-greedy's draws of n rounds: exploration coins ``rng.random(n)``, exploration arms
+    ``rng.integers(0, n_arms, n)``, tie uniforms ``rng.random(n)`` (in this order)."""
+    return rng.random(n), rng.integers(0, n_arms, n), rng.random(n)
