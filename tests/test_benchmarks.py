@@ -16,6 +16,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 TINY = {
+    "block_benchmark.py": "--repeats 1 --horizon 60 --hdb-horizon 20 --seeds 2",
     "batch_benchmark.py": "--repeats 1 --horizon 60 --seeds 2 --agents linucb,greedy,dp_ucb,dp_hdb --dims 6",
     "dphdb_benchmark.py": "--repeats 1 --rounds 40 --memory-rounds 40",
     "dptofw_benchmark.py": "--repeats 1 --memory-rounds 50",

@@ -65,6 +65,7 @@ from dpbandit.experiment.results import (
     write_json_atomic,
 )
 from dpbandit.privacy.report import is_private
+from dpbandit.seeding import STREAM_LAYOUT
 from dpbandit.validation import check_choice
 
 __all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS", "FORMATS"]
@@ -270,6 +271,7 @@ def _run(config: ExperimentConfig, built: dict, run_dir: Path | None, progress: 
         "status": "running",
         "config": config.to_dict(),
         "config_hash": config.config_hash(),
+        "stream_layout": STREAM_LAYOUT,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": package_versions(config),
         "backend": backend,
