@@ -248,10 +248,12 @@ class RidgeState:
         return observation @ self.W[0].T
 
     def predict(self, observation: np.ndarray) -> np.ndarray:
-        """Estimated means ``x_a^T theta_hat_a`` (disjoint) or ``x_a^T theta_hat`` (shared); (K, d) -> (K,)."""
-        if self.disjoint:
-            return np.einsum("kd,kd->k", observation, self.theta)
-        return observation @ self.theta
+        """Estimated means ``x_a^T theta_hat_a`` (disjoint) or ``x_a^T theta_hat`` (shared); (K, d) -> (K,): greedy's
+        scores, by the same kernel (:func:`ridge_means`)."""
+        X = np.asarray(observation, dtype=float)
+        out = np.empty(X.shape[0])
+        ridge_means(self.W, X, out)
+        return out
 
     def widths(self, observation: np.ndarray) -> np.ndarray:
         """Confidence widths ``||x_a||_{A^{-1}} = sqrt(x_a^T A^{-1} x_a)`` per arm; (K, d) -> (K,)."""
