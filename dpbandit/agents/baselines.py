@@ -116,8 +116,11 @@ class Oracle(Agent):
         pass
 
     def play_block(self, block: RoundBlock) -> np.ndarray:
-        """The arms of largest expected reward of the block's rounds: its ``means`` are the environment's
-        ``expected_rewards`` of its observations, bit for bit (:mod:`dpbandit.envs.blocks`)."""
+        """The arms of largest expected reward of the block's rounds: when the oracle reads the block's own
+        environment, its ``means`` are that ``expected_rewards`` of the observations, bit for bit
+        (:mod:`dpbandit.envs.blocks`); any other truth is asked round by round, as ``act`` does."""
+        if getattr(self.expected_rewards, "__self__", None) is not block.source:
+            return np.array([self.act(x) for x in block.obs], dtype=np.intp)
         arms = np.empty(block.n, dtype=np.intp)
         if argmax_rows(block.means, self.draws.take(block.n)[0], arms) < block.n:
             raise ValueError("cannot choose an arm: the expected rewards contain NaN")

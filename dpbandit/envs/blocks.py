@@ -33,7 +33,8 @@ class RoundBlock:
     ``first``: the round number of the block's first round (1-based). ``obs`` (n, K, d): each round's observation
     (in the disjoint structure a broadcast view, stride 0 over the arms, of the (n, d) contexts). ``means`` (n, K):
     expected rewards. ``rewards`` (n, K): the realised reward of every arm (a bandit agent reads only the played
-    arm's entry, after playing it). ``best`` (n,): the largest expected reward of each round.
+    arm's entry, after playing it). ``best`` (n,): the largest expected reward of each round. ``source``: the
+    environment that produced the block (``means`` are its ``expected_rewards`` of ``obs``).
     """
 
     first: int
@@ -41,6 +42,7 @@ class RoundBlock:
     means: np.ndarray
     rewards: np.ndarray
     best: np.ndarray
+    source: object = None
 
     @property
     def n(self) -> int:

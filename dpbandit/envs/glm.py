@@ -327,7 +327,8 @@ class GLMBanditEnv(gym.Env):
             state = "before reset()" if self._t is None else f"after the episode ended at round T={self.horizon}"
             raise RuntimeError(f"take_block() called {state}: call reset() to start an episode")
         i = self._i
-        block = RoundBlock(self._t + 1, self._obs[i:], self._mean_rewards[i:], self._rewards[i:], self._best_array[i:])
+        block = RoundBlock(self._t + 1, self._obs[i:], self._mean_rewards[i:], self._rewards[i:], self._best_array[i:],
+                           self)
         self._t += block.n
         self._i = len(self._best)
         if self._t < self.horizon:

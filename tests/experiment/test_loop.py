@@ -181,3 +181,12 @@ def test_ties_are_broken_uniformly_with_the_rounds_uniform():
     assert pick_tie(values, 1, 1, 0.99) == 1 and pick_tie(np.array([np.nan, 1.0]), 0, 0, 0.5) == -1
     arms = np.empty(2, dtype=np.intp)
     assert argmax_rows(np.array([[0.0, 2.0], [np.nan, 1.0]]), np.array([0.5, 0.5]), arms) == 1 and arms[0] == 1
+
+
+def test_an_oracle_of_another_truth_is_asked_round_by_round():
+    from dpbandit.agents.baselines import Oracle
+
+    env = gymnasium.make("dpbandit/SparseLinear-v0", horizon=1100)
+    worst = Oracle(env.unwrapped.constants, expected_rewards=lambda obs: -env.unwrapped.expected_rewards(obs))
+    frame = simulate(env, worst, 1)
+    assert frame.equals(play_steps(env, worst, 1, None)) and (frame["regret"] > 0).all()
