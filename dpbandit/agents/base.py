@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandit.agents.draws import RoundDraws, tie_uniforms
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.seeding import stream
 from dpbandit.validation import check_memory
@@ -87,9 +88,16 @@ class Agent(abc.ABC):
         return cls(env.unwrapped.constants, **params)
 
     def reset(self, seed: int | None = None) -> None:
-        """Forget everything learned and reseed the exploration stream of job ``seed``."""
+        """Forget everything learned and reseed the exploration stream of job ``seed``; ``draws`` hands out the
+        per-round numbers of :meth:`_round_draws` from it (drawn in blocks, only once an agent asks for them)."""
         self.rng = stream(seed, "exploration")
+        self.draws = RoundDraws(self.rng, self._round_draws)
         self._reset_state()
+
+    def _round_draws(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+        """The per-round numbers of n rounds of an agent that reads ``self.draws`` (:mod:`dpbandit.agents.draws`):
+        by default one tie-breaking uniform per round, ``rng.random(n)``."""
+        return tie_uniforms(rng, n)
 
     @abc.abstractmethod
     def _reset_state(self) -> None:

@@ -11,13 +11,12 @@ protocol of :mod:`dpbandit.envs.blocks`) with the same results as ``act`` and ``
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from dpbandit.agents.base import Agent
-from dpbandit.agents.draws import RoundDraws, argmax_rows, argmax_tie, best_and_ties, choose_tie, tie_uniforms
+from dpbandit.agents.draws import argmax_rows, argmax_tie, best_and_ties, choose_tie
 from dpbandit.agents.ridge import RidgeState, ridge_means
 from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
@@ -57,7 +56,11 @@ class UniformRandom(Agent):
     ignores_data = True
 
     def _reset_state(self) -> None:
-        self.draws = RoundDraws(self.rng, partial(uniform_arms, self.n_arms))
+        pass
+
+    def _round_draws(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray]:
+        """The arm of each of n rounds: ``rng.integers(0, K, n)``."""
+        return (rng.integers(0, self.n_arms, n),)
 
     def act(self, observation: np.ndarray) -> int:
         return self.draws.next()[0]
@@ -107,7 +110,7 @@ class Oracle(Agent):
         return cls(env.unwrapped.constants, expected_rewards=truth, **params)
 
     def _reset_state(self) -> None:
-        self.draws = RoundDraws(self.rng, tie_uniforms)
+        pass
 
     def act(self, observation: np.ndarray) -> int:
         return argmax_tie(np.asarray(self.expected_rewards(observation), dtype=float), self.draws.next()[0])
@@ -150,7 +153,6 @@ class Greedy(Agent):
 
     def _reset_state(self) -> None:
         self.ridge = RidgeState(self.n_arms, self.dim, self.constants.structure, self.lam)
-        self.draws = RoundDraws(self.rng, tie_uniforms)
 
     def act(self, observation: np.ndarray) -> int:
         return self._greedy_arm(observation, self.draws.next()[0])
@@ -174,7 +176,7 @@ class EpsilonGreedy(Greedy):
     """Greedy on ridge estimates, except with probability epsilon_t an arm drawn uniformly at random.
 
     Every round takes a uniform coin u, an arm drawn uniformly and a tie uniform from its draws (all three drawn for
-    every round, in blocks: :func:`egreedy_draws`); the round explores, playing that arm, when u < epsilon_t (the
+    every round, in blocks: :meth:`_round_draws`); the round explores, playing that arm, when u < epsilon_t (the
     uniformly drawn arm may coincide with the greedy one, so a non-greedy arm is played with probability
     epsilon_t (K - 1) / K).
 
@@ -201,8 +203,12 @@ class EpsilonGreedy(Greedy):
 
     def _reset_state(self) -> None:
         super()._reset_state()
-        self.draws = RoundDraws(self.rng, partial(egreedy_draws, self.n_arms))
         self.t = 0
+
+    def _round_draws(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """n rounds' exploration coins ``rng.random(n)``, exploration arms ``rng.integers(0, K, n)`` and tie
+        uniforms ``rng.random(n)``, in this order."""
+        return rng.random(n), rng.integers(0, self.n_arms, n), rng.random(n)
 
     def current_epsilon(self) -> float:
         """epsilon_t of the round about to be played (t = rounds acted so far + 1)."""
@@ -227,13 +233,3 @@ class EpsilonGreedy(Greedy):
         self.t += block.n
         return played
 
-
-def uniform_arms(n_arms: int, rng: np.random.Generator, n: int) -> tuple[np.ndarray]:
-    """Uniform random play's draws of n rounds: ``rng.integers(0, n_arms, n)``."""
-    return (rng.integers(0, n_arms, n),)
-
-
-def egreedy_draws(n_arms: int, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Epsilon-greedy's draws of n rounds: exploration coins ``rng.random(n)``, exploration arms
-    ``rng.integers(0, n_arms, n)``, tie uniforms ``rng.random(n)`` (in this order)."""
-    return rng.random(n), rng.integers(0, n_arms, n), rng.random(n)

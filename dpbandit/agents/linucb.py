@@ -20,7 +20,7 @@ import numpy as np
 
 from dpbandit.agents.base import Agent
 from dpbandit.agents.baselines import check_arm
-from dpbandit.agents.draws import RoundDraws, choose_tie, tie_uniforms
+from dpbandit.agents.draws import choose_tie
 from dpbandit.agents.ridge import RidgeState, ucb_scores
 from dpbandit.compiled import kernel
 from dpbandit.envs.blocks import RoundBlock
@@ -65,7 +65,6 @@ class LinUCB(Agent):
 
     def _reset_state(self) -> None:
         self.ridge = RidgeState(self.n_arms, self.dim, self.constants.structure, self.lam)
-        self.draws = RoundDraws(self.rng, tie_uniforms)
 
     def scores(self, observation: np.ndarray) -> np.ndarray:
         """UCB scores ``x_a^T theta_hat + alpha * sqrt(x_a^T A^{-1} x_a)``; (K, d) -> (K,)."""
