@@ -16,7 +16,8 @@ only use ``reward``; full-information learners may read ``info["rewards"]``. Ora
 and for the :class:`~dpbandit.agents.baselines.Oracle` sanity agent only.
 
 To write a new agent, subclass :class:`Agent`, set ``name``, implement ``_reset_state``, ``act`` and ``update``,
-and draw every random number from ``self.rng`` (the job's ``"exploration"`` stream). Register it in
+and draw every random number from ``self.rng`` (the job's ``"exploration"`` stream), or take fixed per-round
+numbers from ``self.draws`` (override ``_round_draws``; drawn from ``self.rng`` in blocks of rounds). Register it in
 :data:`dpbandit.agents.AGENTS` to use it from TOML configs and the CLI.
 
 **Blocks** (optional; :mod:`dpbandit.envs.blocks`). An agent may also define ``play_block(block) -> arms``: play
