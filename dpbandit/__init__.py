@@ -16,7 +16,7 @@ from dpbandit.agents import AGENTS, make_agent
 from dpbandit.agents.base import Agent
 from dpbandit.envs import BanditConstants, GLMBanditEnv, registered_envs
 
-__version__ = "0.1.0"  # the single source of the version (pyproject.toml reads it; CITATION.cff repeats it)
+__version__ = "0.2.0"  # the single source of the version (pyproject.toml reads it; CITATION.cff repeats it)
 
 _LAZY = {  # the experiment layer pulls in pandas/matplotlib: import it on first use
     "AgentSpec": "dpbandit.experiment.config",

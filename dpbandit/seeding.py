@@ -17,7 +17,12 @@ import numpy as np
 
 from dpbandit.validation import check_choice, check_int
 
-__all__ = ["STREAMS", "seed_sequence", "stream"]
+__all__ = ["STREAMS", "STREAM_LAYOUT", "seed_sequence", "stream"]
+
+#: The version of the layout of the draws within the streams (``docs/ARCHITECTURE.md``, "Randomness"): 2 since
+#: dpbandit 0.2.0 (blocks of rounds), 1 before. Part of every experiment's hash, so a run computed with another
+#: layout is never resumed into a mixed table.
+STREAM_LAYOUT = 2
 
 #: The named streams of one job, in spawn order.
 STREAMS: tuple[str, ...] = ("instance", "contexts", "reward_noise", "exploration", "privacy")

@@ -21,6 +21,7 @@ sys.path.insert(0, str(BENCHMARKS))
 import _bench  # noqa: E402
 
 TINY = {
+    "block_benchmark.py": "--repeats 1 --horizon 60 --hdb-horizon 20 --seeds 2",
     "batch_benchmark.py": "--repeats 1 --horizon 60 --seeds 2 --agents linucb,greedy,dp_ucb,dp_hdb --dims 6",
     "dphdb_benchmark.py": "--repeats 1 --rounds 40 --memory-rounds 40",
     "dptofw_benchmark.py": "--repeats 1 --memory-rounds 50",

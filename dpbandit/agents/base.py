@@ -16,8 +16,18 @@ only use ``reward``; full-information learners may read ``info["rewards"]``. Ora
 and for the :class:`~dpbandit.agents.baselines.Oracle` sanity agent only.
 
 To write a new agent, subclass :class:`Agent`, set ``name``, implement ``_reset_state``, ``act`` and ``update``,
-and draw every random number from ``self.rng`` (the job's ``"exploration"`` stream). Register it in
+and draw every random number from ``self.rng`` (the job's ``"exploration"`` stream), or take fixed per-round
+numbers from ``self.draws`` (override ``_round_draws``; drawn from ``self.rng`` in blocks of rounds). Register it in
 :data:`dpbandit.agents.AGENTS` to use it from TOML configs and the CLI.
+
+**Blocks** (optional; :mod:`dpbandit.envs.blocks`). An agent may also define ``play_block(block) -> arms``: play
+the n rounds of a :class:`~dpbandit.envs.blocks.RoundBlock` (observations (n, K, d), every arm's realised rewards
+(n, K), expected rewards (n, K)) as ``act`` then ``update`` would round by round, reading of ``block.rewards`` only
+the played arm's entry of each round after choosing it, and return the arms (n,) intp. The result must be bit for
+bit that of ``act`` and ``update`` (draw per-round numbers with :class:`~dpbandit.agents.draws.RoundDraws`, so both
+read the same). The loop (:mod:`dpbandit.experiment.loop`) uses it when the environment hands out blocks and
+:func:`plays_blocks` says the agent's ``act`` and ``update`` are those ``play_block`` was written with; a subclass
+overriding ``act`` or ``update`` is played round by round.
 """
 
 from __future__ import annotations
@@ -27,11 +37,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from dpbandit.agents.draws import RoundDraws, tie_uniforms
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.seeding import stream
 from dpbandit.validation import check_memory
 
-__all__ = ["Agent"]
+__all__ = ["Agent", "plays_blocks"]
 
 
 class Agent(abc.ABC):
@@ -78,9 +89,16 @@ class Agent(abc.ABC):
         return cls(env.unwrapped.constants, **params)
 
     def reset(self, seed: int | None = None) -> None:
-        """Forget everything learned and reseed the exploration stream of job ``seed``."""
+        """Forget everything learned and reseed the exploration stream of job ``seed``; ``draws`` hands out the
+        per-round numbers of :meth:`_round_draws` from it (drawn in blocks, only once an agent asks for them)."""
         self.rng = stream(seed, "exploration")
+        self.draws = RoundDraws(self.rng, self._round_draws)
         self._reset_state()
+
+    def _round_draws(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+        """The per-round numbers of n rounds of an agent that reads ``self.draws`` (:mod:`dpbandit.agents.draws`):
+        by default one tie-breaking uniform per round, ``rng.random(n)``."""
+        return tie_uniforms(rng, n)
 
     @abc.abstractmethod
     def _reset_state(self) -> None:
@@ -100,3 +118,14 @@ class Agent(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(K={self.n_arms}, d={self.dim})"
+
+
+def plays_blocks(agent: object) -> bool:
+    """Whether the loop may play ``agent`` (an agent or an agent class) by blocks: its class defines ``play_block``
+    (module docstring) and no subclass below that definition overrides ``act`` or ``update``."""
+    for cls in (agent if isinstance(agent, type) else type(agent)).__mro__:
+        if "play_block" in cls.__dict__:
+            return True
+        if "act" in cls.__dict__ or "update" in cls.__dict__:
+            return False
+    return False

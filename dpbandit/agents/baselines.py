@@ -2,19 +2,23 @@
 
 Report random-play regret next to every regret curve (spec/han-frank-wolfe.md §9.1 D7): :class:`UniformRandom`
 is that reference, :class:`Oracle` the zero-regret sanity check.
+
+Every agent here draws its per-round numbers in blocks from its exploration stream (:mod:`dpbandit.agents.draws`;
+the layout is in ``docs/ARCHITECTURE.md``, "Randomness") and plays blocks of rounds (``play_block``, the block
+protocol of :mod:`dpbandit.envs.blocks`) with the same results as ``act`` and ``update`` round by round.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from dpbandit.agents.base import Agent
-from dpbandit.agents.ridge import RidgeState
-from dpbandit.compiled import kernel
+from dpbandit.agents.draws import argmax_rows, argmax_tie, best_and_ties, choose_tie
+from dpbandit.agents.ridge import RidgeState, ridge_means
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.validation import check_index, check_probability, check_real
 
@@ -36,25 +40,6 @@ def argmax_random_tie(values: np.ndarray, rng: np.random.Generator) -> int:
     return int(np.flatnonzero(values == values[best])[rng.integers(n_best)])
 
 
-@kernel
-def best_and_ties(values):
-    """``(first index of the largest entry, number of entries equal to it)`` of a 1-D float array, as
-    ``values.argmax()`` and ``count_nonzero(values == values.max())`` compute them, and ``(first NaN, 0)`` when
-    there is a NaN: compiled (numba) for the kernels of the private agents, whose action rules then break ties, or
-    refuse NaN, with :func:`argmax_random_tie` (called only when the count is not 1)."""
-    best = 0
-    for a in range(values.shape[0]):
-        if math.isnan(values[a]):
-            return a, 0
-        if values[a] > values[best]:
-            best = a
-    ties = 0
-    for a in range(values.shape[0]):
-        if values[a] == values[best]:
-            ties += 1
-    return best, ties
-
-
 def check_arm(arm: object, n_arms: int) -> int:
     """``arm`` as an ``int`` in [0, n_arms - 1] (numpy integers accepted): :func:`~dpbandit.validation.check_index`,
     ``TypeError`` for a non-integer, ``ValueError`` out of range."""
@@ -73,11 +58,18 @@ class UniformRandom(Agent):
     def _reset_state(self) -> None:
         pass
 
+    def _round_draws(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray]:
+        """The arm of each of n rounds: ``rng.integers(0, K, n)``."""
+        return (rng.integers(0, self.n_arms, n),)
+
     def act(self, observation: np.ndarray) -> int:
-        return int(self.rng.integers(self.n_arms))
+        return self.draws.next()[0]
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         pass
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        return self.draws.take(block.n)[0].astype(np.intp)
 
 
 class Oracle(Agent):
@@ -121,10 +113,21 @@ class Oracle(Agent):
         pass
 
     def act(self, observation: np.ndarray) -> int:
-        return argmax_random_tie(np.asarray(self.expected_rewards(observation), dtype=float), self.rng)
+        return argmax_tie(np.asarray(self.expected_rewards(observation), dtype=float), self.draws.next()[0])
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         pass
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The arms of largest expected reward of the block's rounds: when the oracle reads the block's own
+        environment, its ``means`` are that ``expected_rewards`` of the observations, bit for bit
+        (:mod:`dpbandit.envs.blocks`); any other truth is asked round by round, as ``act`` does."""
+        if getattr(self.expected_rewards, "__self__", None) is not block.source:
+            return np.array([self.act(x) for x in block.obs], dtype=np.intp)
+        arms = np.empty(block.n, dtype=np.intp)
+        if argmax_rows(block.means, self.draws.take(block.n)[0], arms) < block.n:
+            raise ValueError("cannot choose an arm: the expected rewards contain NaN")
+        return arms
 
 
 class Greedy(Agent):
@@ -152,17 +155,28 @@ class Greedy(Agent):
         self.ridge = RidgeState(self.n_arms, self.dim, self.constants.structure, self.lam)
 
     def act(self, observation: np.ndarray) -> int:
-        return argmax_random_tie(self.ridge.predict(observation), self.rng)
+        return self._greedy_arm(observation, self.draws.next()[0])
+
+    def _greedy_arm(self, observation: np.ndarray, u: float) -> int:
+        X = np.asarray(observation, dtype=float)
+        if X.shape != (self.n_arms, self.dim):
+            raise ValueError(f"observation must have shape (K, d) = {(self.n_arms, self.dim)}, got {X.shape}")
+        scores = np.empty(self.n_arms)
+        return choose_tie(scores, *ridge_means(self.ridge.W, X, scores), u)
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         arm = check_arm(arm, self.n_arms)
         self.ridge.update(observation[arm], reward, arm)
 
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        return self.ridge.play_block(block.obs, block.rewards, *self.draws.take(block.n))
+
 
 class EpsilonGreedy(Greedy):
     """Greedy on ridge estimates, except with probability epsilon_t an arm drawn uniformly at random.
 
-    Every round draws one uniform number u from ``self.rng``; the round explores when u < epsilon_t (the
+    Every round takes a uniform coin u, an arm drawn uniformly and a tie uniform from its draws (all three drawn for
+    every round, in blocks: :meth:`_round_draws`); the round explores, playing that arm, when u < epsilon_t (the
     uniformly drawn arm may coincide with the greedy one, so a non-greedy arm is played with probability
     epsilon_t (K - 1) / K).
 
@@ -191,6 +205,11 @@ class EpsilonGreedy(Greedy):
         super()._reset_state()
         self.t = 0
 
+    def _round_draws(self, rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """n rounds' exploration coins ``rng.random(n)``, exploration arms ``rng.integers(0, K, n)`` and tie
+        uniforms ``rng.random(n)``, in this order."""
+        return rng.random(n), rng.integers(0, self.n_arms, n), rng.random(n)
+
     def current_epsilon(self) -> float:
         """epsilon_t of the round about to be played (t = rounds acted so far + 1)."""
         if self.decay is None:
@@ -198,8 +217,19 @@ class EpsilonGreedy(Greedy):
         return min(self.epsilon, self.decay / (self.t + 1))
 
     def act(self, observation: np.ndarray) -> int:
-        explore = self.rng.random() < self.current_epsilon()
+        coin, arm, u = self.draws.next()
+        explore = coin < self.current_epsilon()
         self.t += 1
-        if explore:
-            return int(self.rng.integers(self.n_arms))
-        return super().act(observation)
+        return arm if explore else self._greedy_arm(observation, u)
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        coins, arms, u = self.draws.take(block.n)
+        if self.decay is None:
+            epsilon = self.epsilon
+        else:  # current_epsilon() of each round, the same float operations
+            epsilon = np.minimum(self.epsilon, self.decay / np.arange(self.t + 1, self.t + block.n + 1))
+        played = self.ridge.play_block(block.obs, block.rewards, u, explore=coins < epsilon,
+                                       explore_arms=arms.astype(np.intp))
+        self.t += block.n
+        return played
+

@@ -8,49 +8,26 @@ model without per-arm parts; Chu, Li, Reyzin, Schapire 2011 analyse it) [recalle
 
 This is the hot path of the throughput benchmark: an act is one compiled pass (:func:`ucb_scores`) computing
 ``A_a^{-1} x_a`` and ``x_a^T theta_a`` for every arm from the ridge buffer (O(K d^2)), the quadratic forms and the
-first largest score with its ties (broken at random only when there are some); an update is one O(d^2) rank-one
-step (:func:`~dpbandit.agents.ridge.sherman_morrison`). The batched form runs the same kernels over the seeds.
+first largest score with its ties (broken with the round's uniform, :mod:`dpbandit.agents.draws`); an update is one
+O(d^2) rank-one step (:func:`~dpbandit.agents.ridge.sherman_morrison`). :meth:`LinUCB.play_block` runs a block of
+rounds through one kernel (:func:`~dpbandit.agents.ridge.play_ridge_block`); the batched form runs the same kernels
+over the seeds.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dpbandit.agents.base import Agent
-from dpbandit.agents.baselines import argmax_random_tie, best_and_ties, check_arm
-from dpbandit.agents.ridge import RidgeState, rows_times
+from dpbandit.agents.baselines import check_arm
+from dpbandit.agents.draws import choose_tie
+from dpbandit.agents.ridge import RidgeState, ucb_scores
 from dpbandit.compiled import kernel
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.validation import check_real
 
 __all__ = ["LinUCB", "ucb_scores", "ucb_scores_stack"]
-
-
-@kernel
-def ucb_scores(W, X, alpha, out):
-    """``out[a] = x_a^T theta_m + alpha sqrt(x_a^T A_m^{-1} x_a)`` ((K,)) for the features X (K, d) and the ridge
-    buffer W (M, d+1, d) (:class:`~dpbandit.agents.ridge.RidgeState`: ``A_m^{-1}`` over ``theta_m``), m = a when
-    M = K (disjoint), else 0 (shared). Returns ``(best, ties)`` (:func:`~dpbandit.agents.baselines.best_and_ties`).
-
-    Compiled (numba), each sum in index order: ``u = A^{-1} x`` by :func:`~dpbandit.agents.ridge.rows_times`, then
-    ``x^T u`` and ``x^T theta``."""
-    K, d = X.shape
-    M = W.shape[0]
-    if W.shape[1:] != (d + 1, d) or (M != 1 and M != K) or out.shape[0] != K:
-        raise ValueError("ucb_scores: W must be (M, d+1, d) with M = 1 or K for X (K, d), out (K,)")
-    u = np.empty(d)
-    for a in range(K):
-        m = a if M > 1 else 0
-        rows_times(W[m], X[a], u)
-        quad = 0.0
-        mean = 0.0
-        for i in range(d):
-            quad += u[i] * X[a, i]
-            mean += W[m, d, i] * X[a, i]
-        out[a] = mean + alpha * math.sqrt(quad)
-    return best_and_ties(out)
 
 
 @kernel
@@ -102,7 +79,12 @@ class LinUCB(Agent):
 
     def act(self, observation: np.ndarray) -> int:
         scores, best, ties = self._index(observation)
-        return best if ties == 1 else argmax_random_tie(scores, self.rng)
+        return choose_tie(scores, best, ties, self.draws.next()[0])
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The block's rounds through one kernel (:meth:`RidgeState.play_block`): the same arms and state as
+        ``act`` and ``update`` round by round."""
+        return self.ridge.play_block(block.obs, block.rewards, *self.draws.take(block.n), alpha=self.alpha)
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         arm = check_arm(arm, self.n_arms)

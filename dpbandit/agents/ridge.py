@@ -21,12 +21,16 @@ Shapes (K arms, dimension d):
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from dpbandit.agents.draws import best_and_ties, pick_tie
 from dpbandit.compiled import kernel
 from dpbandit.validation import check_choice, check_int, check_real
 
-__all__ = ["RidgeState", "STRUCTURES", "rows_times", "sherman_morrison", "sherman_morrison_stack"]
+__all__ = ["RidgeState", "STRUCTURES", "play_ridge_block", "ridge_means", "rows_times", "sherman_morrison",
+           "sherman_morrison_stack", "ucb_scores"]
 
 #: The two parameter structures of :class:`~dpbandit.envs.constants.BanditConstants`.
 STRUCTURES: tuple[str, ...] = ("disjoint", "shared")
@@ -73,6 +77,83 @@ def sherman_morrison(W, b, x, y):
             W[i, j] -= c * r[j]
     for j in range(d):
         b[j] += y * x[j]
+
+
+@kernel
+def ucb_scores(W, X, alpha, out):
+    """``out[a] = x_a^T theta_m + alpha sqrt(x_a^T A_m^{-1} x_a)`` ((K,)) for the features X (K, d) and the ridge
+    buffer W (M, d+1, d) (:class:`RidgeState`: ``A_m^{-1}`` over ``theta_m``), m = a when
+    M = K (disjoint), else 0 (shared). Returns ``(best, ties)`` (:func:`~dpbandit.agents.draws.best_and_ties`).
+
+    Compiled (numba), each sum in index order: ``u = A^{-1} x`` by :func:`rows_times`, then
+    ``x^T u`` and ``x^T theta``."""
+    K, d = X.shape
+    M = W.shape[0]
+    if W.shape[1:] != (d + 1, d) or (M != 1 and M != K) or out.shape[0] != K:
+        raise ValueError("ucb_scores: W must be (M, d+1, d) with M = 1 or K for X (K, d), out (K,)")
+    u = np.empty(d)
+    for a in range(K):
+        m = a if M > 1 else 0
+        rows_times(W[m], X[a], u)
+        quad = 0.0
+        mean = 0.0
+        for i in range(d):
+            quad += u[i] * X[a, i]
+            mean += W[m, d, i] * X[a, i]
+        out[a] = mean + alpha * math.sqrt(quad)
+    return best_and_ties(out)
+
+
+@kernel
+def ridge_means(W, X, out):
+    """``out[a] = x_a^T theta_m`` ((K,)) for the features X (K, d) and the ridge buffer W (M, d+1, d), m = a when
+    M = K, else 0 (greedy's scores: the sum of :func:`ucb_scores`' means, in index order); returns
+    ``(best, ties)`` (:func:`~dpbandit.agents.draws.best_and_ties`)."""
+    K, d = X.shape
+    M = W.shape[0]
+    if W.shape[1:] != (d + 1, d) or (M != 1 and M != K) or out.shape[0] != K:
+        raise ValueError("ridge_means: W must be (M, d+1, d) with M = 1 or K for X (K, d), out (K,)")
+    for a in range(K):
+        m = a if M > 1 else 0
+        mean = 0.0
+        for i in range(d):
+            mean += W[m, d, i] * X[a, i]
+        out[a] = mean
+    return best_and_ties(out)
+
+
+@kernel
+def play_ridge_block(W, B, C, obs, rewards, alpha, width, explore, explore_arms, u, arms):
+    """Play the n rounds of a block (:mod:`dpbandit.envs.blocks`) with one ridge agent: round t plays
+    ``explore_arms[t]`` where ``explore[t]`` (epsilon-greedy), else the largest of :func:`ucb_scores` (``width``:
+    LinUCB with ``alpha``) or :func:`ridge_means` (greedy), ties by :func:`~dpbandit.agents.draws.pick_tie` with
+    ``u[t]``; then :func:`sherman_morrison` with ``(obs[t, arm], rewards[t, arm])`` (only the played arm's reward is
+    read) and ``C[m] += 1``: the single path's act and update. W (M, d+1, d), B (M, d), C (M,), obs (n, K, d),
+    rewards (n, K), explore (n,) bool, explore_arms, u and arms (n,). Returns the number of rounds played: n, or the
+    round whose scores hold a NaN (nothing played from it on; the caller raises the single path's error)."""
+    n, K, d = obs.shape
+    M = W.shape[0]
+    if rewards.shape[0] != n or rewards.shape[1] != K or explore.shape[0] != n or explore_arms.shape[0] != n \
+            or u.shape[0] != n or arms.shape[0] != n or B.shape[0] != M or C.shape[0] != M:
+        raise ValueError("play_ridge_block: obs (n, K, d), rewards (n, K), explore, explore_arms, u, arms (n,), "
+                         "W (M, d+1, d), B (M, d), C (M,)")
+    scores = np.empty(K)
+    for t in range(n):
+        if explore[t]:
+            arm = explore_arms[t]
+        else:
+            if width:
+                best, ties = ucb_scores(W, obs[t], alpha, scores)
+            else:
+                best, ties = ridge_means(W, obs[t], scores)
+            arm = pick_tie(scores, best, ties, u[t])
+            if arm < 0:
+                return t
+        arms[t] = arm
+        m = arm if M > 1 else 0
+        sherman_morrison(W[m], B[m], obs[t, arm], rewards[t, arm])
+        C[m] += 1
+    return n
 
 
 @kernel
@@ -167,10 +248,12 @@ class RidgeState:
         return observation @ self.W[0].T
 
     def predict(self, observation: np.ndarray) -> np.ndarray:
-        """Estimated means ``x_a^T theta_hat_a`` (disjoint) or ``x_a^T theta_hat`` (shared); (K, d) -> (K,)."""
-        if self.disjoint:
-            return np.einsum("kd,kd->k", observation, self.theta)
-        return observation @ self.theta
+        """Estimated means ``x_a^T theta_hat_a`` (disjoint) or ``x_a^T theta_hat`` (shared); (K, d) -> (K,): greedy's
+        scores, by the same kernel (:func:`ridge_means`)."""
+        X = np.asarray(observation, dtype=float)
+        out = np.empty(X.shape[0])
+        ridge_means(self.W, X, out)
+        return out
 
     def widths(self, observation: np.ndarray) -> np.ndarray:
         """Confidence widths ``||x_a||_{A^{-1}} = sqrt(x_a^T A^{-1} x_a)`` per arm; (K, d) -> (K,)."""
@@ -192,6 +275,21 @@ class RidgeState:
         m = arm if self.disjoint else 0
         sherman_morrison(self.W[m], self._b[m], x, float(y))
         self.counts[m] += 1
+
+    def play_block(self, obs: np.ndarray, rewards: np.ndarray, u: np.ndarray, alpha: float | None = None,
+                   explore: np.ndarray | None = None, explore_arms: np.ndarray | None = None) -> np.ndarray:
+        """Play and learn n rounds of a block (:func:`play_ridge_block`): LinUCB with ``alpha``, greedy when
+        ``alpha`` is None; ``explore`` / ``explore_arms`` (n,) the rounds epsilon-greedy explores and their arms.
+        obs (n, K, d), rewards (n, K), tie uniforms u (n,); returns the arms (n,) intp."""
+        n = obs.shape[0]
+        if explore is None:
+            explore, explore_arms = np.zeros(n, dtype=np.bool_), np.zeros(n, dtype=np.intp)
+        arms = np.empty(n, dtype=np.intp)
+        played = play_ridge_block(self.W, self._b, self.counts, obs, rewards, 0.0 if alpha is None else alpha,
+                                  alpha is not None, explore, explore_arms, u, arms)
+        if played < n:
+            raise ValueError(f"cannot choose an arm: the scores contain NaN (round {played + 1} of the block)")
+        return arms
 
     # ------------------------------------------------------------------ reference
     def gram(self) -> np.ndarray:

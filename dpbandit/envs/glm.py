@@ -23,6 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from dpbandit.envs.blocks import RoundBlock, linear_predictors
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.envs.contexts import (
     CONTEXT_LAWS,
@@ -44,7 +45,8 @@ THETA_KINDS: tuple[str, ...] = ("sparse", "dense")
 
 #: Reward-noise std of the identity link when ``noise_std`` is left at None.
 DEFAULT_NOISE_STD = 0.1
-#: Upper bound on the entries of one pre-generated ``(rounds, K, d)`` block (8 MB of float64).
+#: Upper bound on the feature entries of one pre-generated block, ``(rounds, d)`` disjoint or ``(rounds, K, d)``
+#: shared (8 MB of float64).
 _BLOCK_ELEMENTS = 2**20
 
 
@@ -268,12 +270,14 @@ class GLMBanditEnv(gym.Env):
         return normalise(raw, c["context_norm"], c["context_bound"], c["normalize"])
 
     def _linear_predictor(self, features: np.ndarray) -> np.ndarray:
-        """``x_{t,a} . theta_a`` (disjoint) or ``x_{t,a} . theta`` (shared): features ``(..., K, d)`` -> ``(..., K)``.
+        """``x_{t,a} . theta_a`` (disjoint) or ``x_{t,a} . theta`` (shared): features ``(n, K, d)`` -> ``(n, K)``.
 
-        Elementwise products and numpy's pairwise row sums, without BLAS: a round's means computed in a block
-        and by :meth:`expected_rewards` are bitwise identical.
+        The compiled :func:`~dpbandit.envs.blocks.linear_predictors` (a fixed summation order): a round's means
+        computed in a block and by :meth:`expected_rewards` are bitwise identical.
         """
-        return (features * self.theta).sum(axis=-1)
+        out = np.empty(features.shape[:2])
+        linear_predictors(features, self.theta.reshape(-1, self.dim), out)
+        return out
 
     def _means(self, z: np.ndarray) -> np.ndarray:
         """Expected rewards from linear predictors ``z`` (any shape)."""
@@ -289,12 +293,13 @@ class GLMBanditEnv(gym.Env):
         x = np.asarray(observation, dtype=np.float64)
         if x.shape != (self.n_arms, self.dim):
             raise ValueError(f"observation must have shape (n_arms, dim) = {(self.n_arms, self.dim)}, got {x.shape}")
-        return self._means(self._linear_predictor(x))
+        return self._means(self._linear_predictor(x[None])[0])
 
     def _next_block(self) -> None:
         """Pre-generate the next block of rounds: features, means and the realised rewards of every arm."""
         K, c = self.n_arms, self.config
-        n = min(self.block_size, max(1, _BLOCK_ELEMENTS // (K * self.dim)), self.horizon - self._t)
+        per_round = self.dim if c["structure"] == "disjoint" else K * self.dim
+        n = min(self.block_size, max(1, _BLOCK_ELEMENTS // per_round), self.horizon - self._t)
         x = self._draw_features(n)
         obs = np.broadcast_to(x[:, None, :], (n, K, self.dim)) if c["structure"] == "disjoint" else x
         z = self._linear_predictor(obs)
@@ -306,12 +311,29 @@ class GLMBanditEnv(gym.Env):
             if c["reward_clip"] is not None:
                 np.clip(rewards, -c["reward_clip"], c["reward_clip"], out=rewards)
         means = self._means(z)
-        for array in (x, means, rewards):
+        best = means.max(axis=1)
+        for array in (x, means, rewards, best):
             array.flags.writeable = False
-        self._obs, self._mean_rewards, self._rewards = obs, means, rewards
-        self._best = means.max(axis=1).tolist()
+        self._obs, self._mean_rewards, self._rewards, self._best_array = obs, means, rewards, best
+        self._best = best.tolist()
         self._optimal = means.argmax(axis=1).tolist()
         self._i = 0
+
+    def take_block(self) -> RoundBlock:
+        """The rounds from the current one to the end of the pre-generated block, as a
+        :class:`~dpbandit.envs.blocks.RoundBlock` (the block protocol, :mod:`dpbandit.envs.blocks`); the episode then
+        stands after them, as if ``step`` had been called for each (``step`` and ``take_block`` may be mixed)."""
+        if self._t is None or self._t >= self.horizon:
+            state = "before reset()" if self._t is None else f"after the episode ended at round T={self.horizon}"
+            raise RuntimeError(f"take_block() called {state}: call reset() to start an episode")
+        i = self._i
+        block = RoundBlock(self._t + 1, self._obs[i:], self._mean_rewards[i:], self._rewards[i:], self._best_array[i:],
+                           self)
+        self._t += block.n
+        self._i = len(self._best)
+        if self._t < self.horizon:
+            self._next_block()
+        return block
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:

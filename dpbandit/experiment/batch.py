@@ -1,11 +1,13 @@
-"""Seed-batched simulation: S seeds of one (environment, agent) pair in lockstep (issue 15, item 2).
+"""Seed-batched simulation: S seeds of one (environment, agent) pair as one unit (issue 15, item 2; issue 25).
 
-:func:`simulate_batch` plays the seeds' episodes round by round together and returns, for every seed, the frame
-:func:`~dpbandit.experiment.runner.simulate` returns for it, *bit for bit*. Every seed keeps its own environment and
-agent instance (its own streams), so nothing about a seed's randomness changes. Batched: the agent's work, through
-its batched form (:mod:`dpbandit.agents.batched`: the contract and the registered forms), and the GLM environments'
-steps, through :class:`~dpbandit.envs.vector.GLMBanditVectorEnv` (other environments step seed by seed). An
-agent whose form declines (e.g. models too large to stay in cache) runs seed by seed through ``simulate``.
+:func:`simulate_batch` returns, for every seed, the frame :func:`~dpbandit.experiment.runner.simulate` returns for
+it, *bit for bit*. Every seed keeps its own environment and agent instance (its own streams), so nothing about a
+seed's randomness changes. Where the environment hands out blocks and the agent plays them, the unit is the block
+loop of ``simulate`` itself (:func:`~dpbandit.experiment.loop.play_blocks`, seed after seed). Otherwise the seeds
+play round by round in lockstep: the agent's work through its batched form (:mod:`dpbandit.agents.batched`: the
+contract and the registered forms), the GLM environments' steps through
+:class:`~dpbandit.envs.vector.GLMBanditVectorEnv` (other environments step seed by seed). An agent whose form
+declines (e.g. models too large to stay in cache) runs seed by seed through ``simulate``.
 """
 
 from __future__ import annotations
@@ -17,16 +19,18 @@ import pandas as pd
 
 import dpbandit.envs  # noqa: F401
 from dpbandit.agents import make_agent
+from dpbandit.agents.base import plays_blocks
 from dpbandit.agents.batched import BATCHED_FORMS, batched_form, has_batched_form
 from dpbandit.envs.glm import GLMBanditEnv
 from dpbandit.envs.vector import GLMBanditVectorEnv
 from dpbandit.experiment.config import AgentSpec, EnvSpec, make_env
 from dpbandit.experiment.execution import FIRST_STEP, round_ticker
+from dpbandit.experiment.loop import blocks_apply, play_blocks
 from dpbandit.experiment.results import checkpoint_rounds
 from dpbandit.experiment.runner import one_blas_thread, simulate
 from dpbandit.validation import check_int
 
-__all__ = ["simulate_batch", "simulate_batch_agents"]
+__all__ = ["lockstep_capable", "simulate_batch", "simulate_batch_agents"]
 
 
 def simulate_batch(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Sequence[int],
@@ -34,8 +38,8 @@ def simulate_batch(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Sequence[int
     """One frame per seed, each equal to ``simulate(gymnasium.make(env_spec.id, **env_spec.kwargs),
     make_agent(agent_spec.type, env, **agent_spec.params), seed, checkpoints)``.
 
-    Raises ``ValueError`` for an agent without a batched form (:func:`~dpbandit.agents.batched.has_batched_form`) or
-    an empty ``seeds``.
+    Raises ``ValueError`` for an agent that neither plays blocks (:func:`~dpbandit.agents.base.plays_blocks`) nor has
+    a batched form (:func:`~dpbandit.agents.batched.has_batched_form`), or an empty ``seeds``.
     """
     frames, _ = simulate_batch_agents(env_spec, agent_spec, seeds, checkpoints)
     return frames
@@ -54,10 +58,13 @@ def simulate_batch_agents(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Seque
     envs = [make_env(env_spec.id, **env_spec.kwargs) for _ in seeds]
     try:
         agents = [make_agent(agent_spec.type, env, **agent_spec.params) for env in envs]
-        if not has_batched_form(type(agents[0])):
+        if not lockstep_capable(type(agents[0])):
             names = ", ".join(sorted(cls.name for cls in BATCHED_FORMS))
-            raise ValueError(f"agent {agent_spec.type!r} has no batched form (batched agents: {names}); use simulate")
+            raise ValueError(f"agent {agent_spec.type!r} has no batched form (batched agents: {names}, and the agents "
+                             "that play blocks); use simulate")
         with one_blas_thread():  # as simulate
+            if blocks_apply(envs, agents):
+                return play_blocks(envs, agents, seeds, checkpoints), agents
             for agent, seed in zip(agents, seeds):
                 agent.reset(seed)
             policy = batched_form(agents)
@@ -73,6 +80,11 @@ def simulate_batch_agents(env_spec: EnvSpec, agent_spec: AgentSpec, seeds: Seque
     finally:
         for env in envs:
             env.close()
+
+
+def lockstep_capable(cls: type) -> bool:
+    """Whether seeds of agent class ``cls`` run as units of several seeds: it plays blocks or has a batched form."""
+    return plays_blocks(cls) or has_batched_form(cls)
 
 
 def _play(world, policy, horizon, checkpoints) -> list[pd.DataFrame]:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from dpbandit.experiment.environments import make_env
+from dpbandit.seeding import STREAM_LAYOUT
 from dpbandit.validation import check_choice, check_int, check_n_jobs, check_run_name
 
 if sys.version_info >= (3, 11):
@@ -186,8 +187,10 @@ class ExperimentConfig:
     def config_hash(self) -> str:
         """SHA-256 of everything that determines the results (not ``n_jobs``, ``batch`` or ``out``), including the
         contents of the data files environments read (``data = "path.csv"``): editing the file makes it a different
-        experiment, so a resumed run never mixes jobs computed on different data."""
+        experiment, so a resumed run never mixes jobs computed on different data; and the random streams' layout
+        (:data:`~dpbandit.seeding.STREAM_LAYOUT`), so a run of an older layout is never resumed either."""
         data = {k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "batch", "out")}
+        data["stream_layout"] = STREAM_LAYOUT  # the same configuration draws other numbers under another layout
         files = {e.label: _file_digest(e.kwargs["data"]) for e in self.envs
                  if isinstance(e.kwargs.get("data"), (str, Path)) and Path(e.kwargs["data"]).is_file()}
         if files:  # absent otherwise: hashes of experiments without data files are unchanged

@@ -35,7 +35,7 @@ from dpbandit.optim.registry import (
     requires_strong_convexity,
     with_known_constants,
 )
-from dpbandit.seeding import stream
+from dpbandit.seeding import STREAM_LAYOUT, stream
 from dpbandit.validation import check_int, check_n_jobs, check_real, check_run_name
 
 __all__ = ["PROBLEMS", "LearnerSpec", "OCOConfig", "default_learners"]
@@ -176,8 +176,10 @@ class OCOConfig:
         return out
 
     def config_hash(self) -> str:
-        """SHA-256 of everything that determines the results (not ``n_jobs`` or ``out``)."""
-        return config_digest({k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "out")})
+        """SHA-256 of everything that determines the results (not ``n_jobs`` or ``out``), with the random streams'
+        layout (:data:`~dpbandit.seeding.STREAM_LAYOUT`: DP-POFW's draws changed in 0.2.0)."""
+        data = {k: v for k, v in self.to_dict().items() if k not in ("n_jobs", "out")}
+        return config_digest({**data, "stream_layout": STREAM_LAYOUT})
 
 
 def default_learners(names: list[str] | None = None) -> tuple[LearnerSpec, ...]:

@@ -96,9 +96,12 @@ def _check(run_dir: Path, name: str, config_hash: str, fresh: bool) -> dict | No
             raise ValueError(f"run directory {str(run_dir)!r} is a link to another place: --fresh deletes nothing "
                              "outside the out folder; remove the link yourself or choose another name")
     elif manifest["config_hash"] != config_hash:
+        older = "" if "stream_layout" in manifest else (
+            ", or the same one run by dpbandit <= 0.1.0, whose random streams are laid out otherwise (CHANGELOG "
+            "0.2.0), so its jobs cannot be resumed")
         raise ValueError(
             f"run directory {str(run_dir)!r} holds a different experiment (config hash "
-            f"{str(manifest['config_hash'])[:12]} != {config_hash[:12]}): pass fresh=True (CLI: --fresh) to "
+            f"{str(manifest['config_hash'])[:12]} != {config_hash[:12]}){older}: pass fresh=True (CLI: --fresh) to "
             "discard it, or change the experiment's name or out folder"
         )
     return manifest

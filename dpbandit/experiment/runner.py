@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import gymnasium
-import numpy as np
 import pandas as pd
 from threadpoolctl import ThreadpoolController
 
@@ -49,13 +48,13 @@ from dpbandit.agents import make_agent
 from dpbandit.agents.base import Agent
 from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig, make_env
 from dpbandit.experiment.errors import RunInterrupted
-from dpbandit.experiment.execution import BACKENDS, FIRST_STEP, execute_jobs, round_ticker
+from dpbandit.experiment.execution import BACKENDS, execute_jobs
+from dpbandit.experiment.loop import blocks_apply, play_blocks, play_steps
 from dpbandit.experiment.planning import plan_run
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.results import (
     COLUMNS,
-    checkpoint_rounds,
     load_job,
     package_versions,
     privacy_columns,
@@ -66,6 +65,7 @@ from dpbandit.experiment.results import (
     write_json_atomic,
 )
 from dpbandit.privacy.report import is_private
+from dpbandit.seeding import STREAM_LAYOUT
 from dpbandit.validation import check_choice
 
 __all__ = ["simulate", "run_experiment", "execute_jobs", "RunResult", "BACKENDS", "FORMATS"]
@@ -89,9 +89,14 @@ def simulate(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | Non
     matrices), so BLAS threads cost more in hand-offs than they save, and on a machine whose cores are busy with
     other work (parallel jobs, other users) their spin-waiting made LinUCB at d = 200 ten times slower
     (``benchmarks/linucb_benchmark.py``). Parallelism belongs to the seeds (``n_jobs``).
+
+    Environments that hand out blocks of rounds and agents that play them run block by block through compiled
+    kernels, anything else through Gymnasium's ``step``, with the same numbers (:mod:`dpbandit.experiment.loop`).
     """
     with one_blas_thread():
-        return _play(env, agent, seed, checkpoints)
+        if blocks_apply([env], [agent]):
+            return play_blocks([env], [agent], [seed], checkpoints)[0]
+        return play_steps(env, agent, seed, checkpoints)
 
 
 _BLAS_CONTROLLER: tuple[int, ThreadpoolController] | None = None  # (len(sys.modules) at the scan, the controller)
@@ -106,40 +111,6 @@ def one_blas_thread():
     if _BLAS_CONTROLLER is None or _BLAS_CONTROLLER[0] != len(sys.modules):
         _BLAS_CONTROLLER = (len(sys.modules), ThreadpoolController())
     return _BLAS_CONTROLLER[1].limit(limits=1, user_api="blas")
-
-
-def _play(env: gymnasium.Env, agent: Agent, seed: int, checkpoints: int | None) -> pd.DataFrame:
-    horizon = env.unwrapped.constants.horizon
-    rounds = checkpoint_rounds(horizon, checkpoints)
-    n = rounds.size
-    rec = np.empty((n, 4))
-    obs, _ = env.reset(seed=seed)
-    agent.reset(seed)
-    act, update, step = agent.act, agent.update, env.step
-    cum_regret = cum_reward = 0.0
-    tick = round_ticker()  # the progress bar's rounds (None: nobody watches)
-    k, next_t = 0, int(rounds[0])
-    next_tick = FIRST_STEP if tick is not None else horizon + 1
-    next_event = min(next_t, next_tick)  # one comparison per round for both
-    for t in range(1, horizon + 1):
-        arm = act(obs)
-        next_obs, reward, _, _, info = step(arm)
-        update(obs, arm, reward, info)
-        regret = info["regret"]
-        cum_regret += regret
-        cum_reward += reward
-        if t == next_event:
-            if t == next_t:
-                rec[k] = (reward, regret, cum_reward, cum_regret)
-                k += 1
-                next_t = int(rounds[k]) if k < n else horizon + 1
-            if t == next_tick:
-                next_tick = tick(t)
-            next_event = min(next_t, next_tick)
-        obs = next_obs
-    frame = pd.DataFrame(rec, columns=["reward", "regret", "cumulative_reward", "cumulative_regret"])
-    frame.insert(0, "t", rounds)
-    return frame
 
 
 def _job_stem(config: ExperimentConfig, job: tuple[int, int, int]) -> str:
@@ -306,6 +277,7 @@ def _run(config: ExperimentConfig, built: dict, run_dir: Path | None, progress: 
         "status": "running",
         "config": config.to_dict(),
         "config_hash": config.config_hash(),
+        "stream_layout": STREAM_LAYOUT,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "versions": package_versions(config),
         "backend": backend,

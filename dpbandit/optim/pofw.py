@@ -34,8 +34,12 @@ zero-temperature limit of the exponential mechanism) and the report says guarant
 draws: rows whose log-weights span at most ``ln 8`` use rejection sampling from the uniform proposal with the exact
 envelope ``exp(max log-weight)`` (acceptance >= 1/8, O(1) work per learner), the others use the inverse CDF of
 the 2d weights (always when 2d <= 64, where that is cheaper). Both give exactly ``P(v) ~ exp(-<v, d_t>/beta_t)``;
-only the running time differs. The proposals and uniforms of a rejection round are drawn in full from the privacy
-stream (numpy); the acceptance test is a compiled kernel (:func:`~dpbandit.optim.pofw_kernels.first_accepted`,
+only the running time differs. The proposals and uniforms of a step's first rejection round (``B = 32`` of each per
+learner) and one inverse-CDF uniform per learner are drawn from the privacy stream for a block of steps at a time
+(:meth:`DPPOFWBatch.selection_draws`: one numpy call per array instead of two per step); a row that accepts none of
+its B proposals (probability at most ``(7/8)^32 < 1.4 %``) draws its further rounds from the stream when they
+happen. Every number is used at most once, so each selection's randomness is fresh, as the privacy argument needs;
+the layout (which numbers, in which order) is in ``docs/ARCHITECTURE.md``, "Randomness". The acceptance test is a compiled kernel (:func:`~dpbandit.optim.pofw_kernels.first_accepted`,
 numba) that evaluates the exponentials only up to each row's first acceptance; the O(d) score-row update and the
 vertex moves are others (:mod:`dpbandit.optim.pofw_kernels`).
 
@@ -66,6 +70,9 @@ __all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW"]
 #: Rows whose log-weights span at most this use rejection sampling (acceptance >= 1/8); a speed choice only.
 _REJECTION_SPAN = math.log(8.0)
 _REJECTION_BATCH = 32
+#: Selection draws are made for this many steps at a time (fewer when they would exceed _DRAW_ELEMENTS numbers).
+_DRAW_ROUNDS = 256
+_DRAW_ELEMENTS = 2**18
 #: Relative slack on the declared feature bound (floating-point noise in normalised contexts); larger raises.
 _FEATURE_RTOL = 1e-9
 #: The reductions behind ``ndarray.min`` / ``max``, called without their Python wrappers (same results).
@@ -128,6 +135,8 @@ class DPPOFWBatch:
         self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
+        self._draws: tuple = ()
+        self._draw_rounds = 1
 
     @property
     def S(self) -> np.ndarray:
@@ -244,51 +253,76 @@ class DPPOFWBatch:
         ``-r e_{k-d}``; score of ``+r e_j`` is ``-r d_tj``)."""
         cal = self.calibration
         if cal.noise_off:
-            k = self._select_exact()
+            k = self._select_exact(self.selection_draws(t)[2])
         elif cal.form == "laplace":
             k = self._select_laplace(cal.radius / ((t + 1.0) * cal.scale(t)))
         else:
-            k = self._select_exponential(cal.radius / ((t + 1.0) * cal.scale(t)))
+            k = self._select_exponential(cal.radius / ((t + 1.0) * cal.scale(t)), self.selection_draws(t))
         move_to_vertices(self.V, k, cal.radius, self._last_j, self._last_value)
+
+    def selection_draws(self, t: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+        """Step t's pre-drawn selection numbers of every learner (not used by the Laplace form): the first rejection
+        round's proposals (n, B) in [0, 2d) and their uniforms (n, B) (None when 2d <= 2B or the noise is off: the
+        inverse CDF only), and the inverse CDF's uniforms (n,). Steps ``1 + k R .. (k + 1) R`` are drawn at step
+        ``1 + k R`` with ``R = min(_DRAW_ROUNDS, T, max(1, _DRAW_ELEMENTS // numbers per step))``: ``integers(0, 2d,
+        (R, n, B))``, ``random((R, n, B))``, ``random((R, n))``, in this order. Call once per step, before any other
+        draw of the step."""
+        n, d2, B = self.n_learners, 2 * self.dim, _REJECTION_BATCH
+        proposals = d2 > 2 * B and not self.calibration.noise_off
+        if t == 1:
+            per_step = n * (2 * B + 1 if proposals else 1)
+            self._draw_rounds = min(_DRAW_ROUNDS, self.horizon, max(1, _DRAW_ELEMENTS // per_step))
+        i = (t - 1) % self._draw_rounds
+        if i == 0:
+            R, rng = self._draw_rounds, self.rng
+            k = rng.integers(0, d2, size=(R, n, B)) if proposals else None
+            u = rng.random((R, n, B)) if proposals else None
+            self._draws = (k, u, rng.random((R, n)))
+        k, u, v = self._draws
+        return (None if k is None else k[i]), (None if u is None else u[i]), v[i]
 
     def _log_weights(self, rows: np.ndarray, a: float) -> np.ndarray:
         """``score/scale`` of all 2d vertices for ``rows``: ``a [-S, S]`` with ``a = r/((t+1) scale_t)``."""
         return a * self._scores[rows]
 
-    def _inverse_cdf(self, weights: np.ndarray) -> np.ndarray:
-        """One index per row with probability proportional to the row's non-negative ``weights``."""
+    @staticmethod
+    def _inverse_cdf(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """One index per row with probability proportional to the row's non-negative ``weights`` (R, 2d), from one
+        uniform ``u`` (R,) per row."""
         cdf = np.cumsum(weights, axis=1)
-        u = self.rng.random(weights.shape[0]) * cdf[:, -1]
-        return np.minimum((cdf <= u[:, None]).sum(axis=1), weights.shape[1] - 1)
+        return np.minimum((cdf <= (u * cdf[:, -1])[:, None]).sum(axis=1), weights.shape[1] - 1)
 
-    def _select_exact(self) -> np.ndarray:
+    def _select_exact(self, u: np.ndarray) -> np.ndarray:
         """Noise off: ``argmin_v <v, d_t>`` (the LMO), ties uniformly at random."""
         logw = self._log_weights(self._rows, 1.0)
-        return self._inverse_cdf((logw == self._s_inf[:, None]).astype(float))
+        return self._inverse_cdf((logw == self._s_inf[:, None]).astype(float), u)
 
     def _select_laplace(self, a: float) -> np.ndarray:
         """Report-noisy-max: ``argmax_v score_v + Laplace(lambda_t)``, 2d draws per learner (E4 item 3)."""
         logw = self._log_weights(self._rows, a)  # score/lambda_t
         return np.argmax(logw + self.rng.laplace(0.0, 1.0, logw.shape), axis=1)
 
-    def _select_exponential(self, a: float) -> np.ndarray:
-        """Exact draw from ``P(v) ~ exp(score_v/beta_t)`` for every learner (E4 item 4), see the module docstring."""
+    def _select_exponential(self, a: float, draws: tuple) -> np.ndarray:
+        """Exact draw from ``P(v) ~ exp(score_v/beta_t)`` for every learner (E4 item 4), see the module docstring;
+        ``draws``: the step's :meth:`selection_draws`."""
         envelope = a * self._s_inf  # max log-weight of each row (exact)
-        d2 = 2 * self.dim
-        if d2 <= 2 * _REJECTION_BATCH:  # few vertices: the inverse CDF is cheaper than proposals
-            return self._inverse_cdf(np.exp(self._log_weights(self._rows, a) - envelope[:, None]))
+        k, u, v = draws
+        if k is None:  # few vertices (2d <= 2B): the inverse CDF is cheaper than proposals
+            return self._inverse_cdf(np.exp(self._log_weights(self._rows, a) - envelope[:, None]), v)
+        out = np.empty(self.n_learners, dtype=np.int64)
         if 2.0 * _MAX(envelope) <= _REJECTION_SPAN:  # every row near uniform (NaN: the general branch)
             rows = self._rows
-            out = np.empty(self.n_learners, dtype=np.int64)
         else:
             near_uniform = 2.0 * envelope <= _REJECTION_SPAN
-            out = np.empty(self.n_learners, dtype=np.int64)
             rows = np.flatnonzero(~near_uniform)
-            out[rows] = self._inverse_cdf(np.exp(self._log_weights(rows, a) - envelope[rows, None]))
+            out[rows] = self._inverse_cdf(np.exp(self._log_weights(rows, a) - envelope[rows, None]), v[rows])
             rows = np.flatnonzero(near_uniform)
+            k, u = k[rows], u[rows]
         while rows.size:  # rejection from the uniform proposal; rows: the learners still to draw
-            k = self.rng.integers(0, d2, size=(rows.size, _REJECTION_BATCH))
-            rows = first_accepted(self._scores, rows, k, self.rng.random(k.shape), a, envelope, out)
+            rows = first_accepted(self._scores, rows, k, u, a, envelope, out)
+            if rows.size:  # a further round (rare): drawn now
+                k = self.rng.integers(0, 2 * self.dim, size=(rows.size, _REJECTION_BATCH))
+                u = self.rng.random(k.shape)
         return out
 
     # ------------------------------------------------------------------ privacy

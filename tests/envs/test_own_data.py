@@ -192,8 +192,11 @@ def test_an_edited_data_file_is_a_different_experiment(frame, tmp_path):
     from dpbandit.experiment.config import config_digest
 
     no_file = config.replace(env_id="dpbandit/SparseLinear-v0", env_kwargs={"horizon": 50})
+    from dpbandit.seeding import STREAM_LAYOUT
+
     unchanged = {k: v for k, v in no_file.to_dict().items() if k not in ("n_jobs", "batch", "out")}
-    assert no_file.config_hash() == config_digest(unchanged)  # without data files: the hash run dirs already hold
+    unchanged["stream_layout"] = STREAM_LAYOUT  # (added in 0.2.0, with the new layout)
+    assert no_file.config_hash() == config_digest(unchanged)  # without data files: the configuration and layout
 
 
 @pytest.mark.parametrize("text,exc,message", [

@@ -1,5 +1,5 @@
-"""simulate_batch: every seed's frame is bit-identical to simulate's for that seed; agents without a batched form
-are refused."""
+"""simulate_batch: every seed's frame is bit-identical to simulate's for that seed; agents that neither play blocks nor
+have a batched form are refused."""
 
 import gymnasium
 import pytest
@@ -26,7 +26,7 @@ def test_batched_checkpoints_and_a_block_boundary():
 def test_agents_without_a_batched_form_are_refused():
     env = EnvSpec("dpbandit/GLMBandit-v0", {"horizon": 10})
     with pytest.raises(ValueError, match="no batched form"):
-        simulate_batch(env, AgentSpec("egreedy"), [0])
+        simulate_batch(env, AgentSpec("lasso"), [0])
     with pytest.raises(ValueError, match="at least one seed"):
         simulate_batch(env, AgentSpec("linucb"), [])
 

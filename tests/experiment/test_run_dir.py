@@ -55,3 +55,20 @@ def test_execute_jobs_hands_every_output_to_store():  # worker processes: tests 
     assert stored == {3: 10, 1: 2, 2: 5}
     with pytest.raises(ValueError, match="backend"):
         execute_jobs(partial(_square, 0), [1], stored.__setitem__, backend="spark")
+
+
+def test_a_run_of_the_older_stream_layout_is_refused_with_the_reason(tmp_path):
+    """A folder of dpbandit <= 0.1.0 (its manifest has no stream_layout) holds another hash for the same
+    configuration, since the hash covers the stream layout: refused, naming the version, never resumed."""
+    from dpbandit.experiment.config import AgentSpec, ExperimentConfig
+
+    config = ExperimentConfig(env_id="dpbandit/SparseLinear-v0", agents=(AgentSpec("random"),), name="exp")
+    run_dir = prepare_run_dir(tmp_path, "exp", config.config_hash())
+    write_json_atomic(run_dir / "manifest.json", {"config_hash": "c" * 64, "config": {"name": "exp"}})
+    with pytest.raises(ValueError, match=r"\(config hash cccccccccccc != \w{12}\), or the same one run by dpbandit "
+                                         r"<= 0\.1\.0, whose random streams are laid out otherwise"):
+        prepare_run_dir(tmp_path, "exp", config.config_hash())
+    write_json_atomic(run_dir / "manifest.json", {"config_hash": "c" * 64, "config": {"name": "exp"},
+                                                  "stream_layout": 2})
+    with pytest.raises(ValueError, match=r"!= \w{12}\): pass fresh=True"):
+        prepare_run_dir(tmp_path, "exp", config.config_hash())

@@ -19,12 +19,13 @@ Per round, batched:
   the score-row update and its envelope; the vertex moves. Any round a fast check fails (a context over the bound,
   a zero context, a NaN reward, the horizon, an arm out of range) runs every seed's own ``agent.update``: the single
   path, which raises its error or does its clip.
-* **Selections**: every random number comes from seed s's privacy stream in the single-seed order (per-seed
-  calls: ``random`` for the inverse CDF and the noise-off LMO, ``laplace`` for report-noisy-max, ``integers`` then
-  ``random`` per rejection round); the array work on them runs once over all seeds' rows: the inverse CDF's weights,
-  ``exp`` and cumulative sums with the single path's elementwise operations and same-axis reductions, and the
-  rejection round by the single path's compiled :func:`~dpbandit.optim.pofw_kernels.first_accepted` over the rows
-  ``s K + k`` of the stack, hence the same bits.
+* **Selections**: every random number comes from seed s's privacy stream in the single-seed order: each seed's
+  engine hands out its step's block draws (:meth:`~dpbandit.optim.pofw.DPPOFWBatch.selection_draws`: the first
+  rejection round's proposals and uniforms, the inverse CDF's uniforms), ``laplace`` per seed for report-noisy-max,
+  and per-seed ``integers`` then ``random`` calls for a further rejection round; the array work on them runs once
+  over all seeds' rows: the inverse CDF's weights, ``exp`` and cumulative sums with the single path's elementwise
+  operations and same-axis reductions, and the rejection round by the single path's compiled
+  :func:`~dpbandit.optim.pofw_kernels.first_accepted` over the rows ``s K + k`` of the stack, hence the same bits.
 
 The curator / action-rule split of :class:`~dpbandit.agents.private.PrivateAgent` holds: the stacked state belongs
 to the curators, and ``act`` reads only what a release holds (``V/(t+1)`` and the frozen forced-sample estimators)
@@ -78,7 +79,6 @@ class BatchedDPHDB:
             e._scores, e.V, e._s_inf = self.scores[s], self.V[s], self.s_inf[s]
             self._bind_last(s)
         self.rows = np.arange(S)
-        self.seed_index = np.repeat(self.rows, K).reshape(S, K)
         self.cal = e0.calibration
         self.loss, self.lipschitz, self.feature_bound = e0.loss, self.cal.lipschitz, e0.feature_bound
         c = a0.constants
@@ -189,70 +189,68 @@ class BatchedDPHDB:
         """:meth:`DPPOFWBatch._select_and_move` of every seed."""
         cal = self.cal
         if cal.noise_off:
-            k = self._select_exact()
+            k = self._inverse_cdf((self.scores == self.s_inf[..., None]).astype(float), self._draws(t)[2])
         else:
             a = cal.radius / ((t + 1.0) * cal.scale(t))
-            k = self._select_laplace(a) if cal.form == "laplace" else self._select_exponential(a)
+            k = self._select_laplace(a) if cal.form == "laplace" else self._select_exponential(a, self._draws(t))
         # the single path's kernel, on the rows s K + k of the stack
         pofw_kernels.move_to_vertices(self.V.reshape(-1, self.d), k.reshape(-1), cal.radius,
                                       self.last_j.reshape(-1), self.last_value.reshape(-1))
 
-    def _inverse_cdf(self, weights: np.ndarray, seeds: np.ndarray) -> np.ndarray:
-        """:meth:`DPPOFWBatch._inverse_cdf` of rows of several seeds: ``weights`` (R, 2d), ``seeds`` (R,) sorted;
-        each seed's uniforms are one ``random(n_s)`` call of its privacy stream."""
-        cdf = np.cumsum(weights, axis=1)
-        u = np.empty(len(seeds))
-        lo = 0
-        for s, n in enumerate(np.bincount(seeds, minlength=self.S).tolist()):
-            if n:
-                self.prngs[s].random(out=u[lo: lo + n])
-                lo += n
-        u *= cdf[:, -1]
-        return np.minimum((cdf <= u[:, None]).sum(axis=1), weights.shape[1] - 1)
+    def _draws(self, t: int) -> tuple:
+        """Every seed's :meth:`DPPOFWBatch.selection_draws` of step t, stacked: proposals and their uniforms
+        (S, K, B) (None with the inverse CDF only), inverse-CDF uniforms (S, K)."""
+        k, u, v = zip(*[e.selection_draws(t) for e in self.engines])
+        return (None if k[0] is None else np.stack(k)), (None if u[0] is None else np.stack(u)), np.stack(v)
 
-    def _select_exact(self) -> np.ndarray:
-        weights = (self.scores == self.s_inf[..., None]).astype(float).reshape(self.S * self.K, -1)
-        return self._inverse_cdf(weights, self.seed_index.ravel()).reshape(self.S, self.K)
+    @staticmethod
+    def _inverse_cdf(weights: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """:meth:`DPPOFWBatch._inverse_cdf` of rows of several seeds: ``weights`` (..., 2d), uniforms ``u`` (...)."""
+        cdf = np.cumsum(weights, axis=-1)
+        return np.minimum((cdf <= (u * cdf[..., -1])[..., None]).sum(axis=-1), weights.shape[-1] - 1)
 
     def _select_laplace(self, a: float) -> np.ndarray:
         shape = (self.K, 2 * self.d)
         noise = np.stack([rng.laplace(0.0, 1.0, shape) for rng in self.prngs])
         return np.argmax(a * self.scores + noise, axis=2)
 
-    def _select_exponential(self, a: float) -> np.ndarray:
+    def _select_exponential(self, a: float, draws: tuple) -> np.ndarray:
         envelope = a * self.s_inf  # (S, K)
+        k, u, v = draws
+        if k is None:  # 2d <= 2B: the inverse CDF for every row
+            return self._inverse_cdf(np.exp(a * self.scores - envelope[..., None]), v)
         out = np.empty((self.S, self.K), dtype=np.int64)
-        d2 = 2 * self.d
-        if d2 <= 2 * pofw._REJECTION_BATCH:  # the engine's constants, read at the call as the engine does
-            near_uniform = np.zeros(envelope.shape, dtype=bool)
-        else:
-            near_uniform = 2.0 * envelope <= pofw._REJECTION_SPAN
+        near_uniform = 2.0 * envelope <= pofw._REJECTION_SPAN
         if not near_uniform.all():
-            ss, kk = np.nonzero(~near_uniform)  # seed-major, arms ascending: each seed's flatnonzero order
-            weights = np.exp(a * self.scores[ss, kk] - envelope[ss, kk, None])
-            out[ss, kk] = self._inverse_cdf(weights, ss)
-        ss, kk = np.nonzero(near_uniform)
+            ss, kk = np.nonzero(~near_uniform)
+            out[ss, kk] = self._inverse_cdf(np.exp(a * self.scores[ss, kk] - envelope[ss, kk, None]), v[ss, kk])
+        ss, kk = np.nonzero(near_uniform)  # seed-major, arms ascending: each seed's flatnonzero order
+        k, u = k[ss, kk], u[ss, kk]
         while ss.size:
-            ss, kk = self._rejection_round(a, envelope, ss, kk, out)
+            ss, kk = self._rejection_round(a, envelope, ss, kk, k, u, out)
+            if ss.size:
+                k, u = self._further_proposals(ss)
         return out
 
-    def _rejection_round(self, a, envelope, ss, kk, out) -> tuple[np.ndarray, np.ndarray]:
-        """One round of proposals for the pending rows ``(ss, kk)`` (seed-major): each seed's ``integers`` then
-        ``random`` call of :meth:`DPPOFWBatch._select_exponential`; writes the accepted vertices into ``out`` and
-        returns the rows still pending."""
-        d2 = 2 * self.d
+    def _further_proposals(self, ss: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A further rejection round's proposals and uniforms for the pending rows of seeds ``ss`` (seed-major):
+        each seed's ``integers`` then ``random`` call of :meth:`DPPOFWBatch._select_exponential`."""
         batch = pofw._REJECTION_BATCH
         proposals, u = [], np.empty((ss.size, batch))
         lo = 0
         for s, n in enumerate(np.bincount(ss, minlength=self.S).tolist()):
             if n:
                 rng = self.prngs[s]
-                proposals.append(rng.integers(0, d2, size=n * batch))  # the (n, batch) draws, flat
+                proposals.append(rng.integers(0, 2 * self.d, size=n * batch))  # the (n, batch) draws, flat
                 rng.random(out=u[lo: lo + n])
                 lo += n
-        k = (np.concatenate(proposals) if len(proposals) > 1 else proposals[0]).reshape(ss.size, batch)
+        return (np.concatenate(proposals) if len(proposals) > 1 else proposals[0]).reshape(ss.size, batch), u
+
+    def _rejection_round(self, a, envelope, ss, kk, k, u, out) -> tuple[np.ndarray, np.ndarray]:
+        """One round of proposals ``k`` with uniforms ``u`` (R, B) for the pending rows ``(ss, kk)``; writes the
+        accepted vertices into ``out`` and returns the rows still pending."""
         flat = out.reshape(-1)  # the rows (seed, arm) of the stack as learners s K + k: the single path's kernel
-        pending = pofw_kernels.first_accepted(self.scores.reshape(-1, d2), ss * self.K + kk, k, u, a,
+        pending = pofw_kernels.first_accepted(self.scores.reshape(-1, 2 * self.d), ss * self.K + kk, k, u, a,
                                               envelope.reshape(-1), flat)
         return np.divmod(pending, self.K)
 

@@ -1,11 +1,13 @@
 """Batched LinUCB and greedy: S seeds' ridge states stacked into (S, M, d+1, d) buffers (issue 15).
 
 Each seed's :class:`~dpbandit.agents.ridge.RidgeState` is re-pointed at its slice of the stacked buffers, so the agent
-objects stay the live state. LinUCB's scores and every ridge update run the single path's compiled kernels over the
-seed axis (:func:`~dpbandit.agents.linucb.ucb_scores_stack`,
-:func:`~dpbandit.agents.ridge.sherman_morrison_stack`), greedy's scores the single path's numpy products over the
-stack, hence the same floating-point results. Anything a check could refuse goes seed by seed through the single
-path, with its errors. Large models decline (:data:`_SEQUENTIAL_ABOVE`).
+objects stay the live state. The scores and every ridge update run the single path's compiled kernels over the
+seed axis (:func:`~dpbandit.agents.linucb.ucb_scores_stack`, :func:`_means_stack`,
+:func:`~dpbandit.agents.ridge.sherman_morrison_stack`), hence the same floating-point results; ties are broken with
+each seed's own round uniform (:mod:`dpbandit.agents.draws`, taken every round as the single path does). Anything a
+check could refuse goes seed by seed through the single path, with its errors. Large models decline
+(:data:`_SEQUENTIAL_ABOVE`). This form serves environments that do not hand out blocks: on the GLM bandits LinUCB
+and greedy play blocks (:mod:`dpbandit.experiment.loop`).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from collections.abc import Sequence
 import numpy as np
 
 from dpbandit.agents.baselines import Greedy, check_arm
-from dpbandit.agents.batched import BATCHED_FORMS, argmax_random_tie_rows, choose_rows
+from dpbandit.agents.batched import BATCHED_FORMS
+from dpbandit.agents.draws import choose_tie
 from dpbandit.agents.linucb import LinUCB, ucb_scores_stack
-from dpbandit.agents.ridge import sherman_morrison_stack
+from dpbandit.agents.ridge import ridge_means, sherman_morrison_stack
+from dpbandit.compiled import kernel
 
 __all__ = ["BatchedRidge"]
 
@@ -32,12 +36,10 @@ class BatchedRidge:
 
     def __init__(self, agents: Sequence[LinUCB | Greedy]):
         self.agents = list(agents)
-        self.rngs = [a.rng for a in agents]
         self.linucb = isinstance(agents[0], LinUCB)
         self.alpha = agents[0].alpha if self.linucb else 0.0
         S, K, d = len(agents), agents[0].n_arms, agents[0].dim
-        self.shape, self.d = (S, K, d), d
-        self.disjoint = agents[0].constants.structure == "disjoint"
+        self.shape = (S, K, d)
         # (S, M, d+1, d) buffers, (S, M, d) response sums, (S, M) counts; each agent's ridge state views its slice
         self.W, self.B, self.C = (np.stack([getattr(a.ridge, n) for a in agents]) for n in ("W", "_b", "counts"))
         for s, a in enumerate(agents):
@@ -52,17 +54,17 @@ class BatchedRidge:
         X = np.asarray(obs, dtype=float)
         if X.shape != self.shape:  # the single path's error
             return np.array([a.act(x) for a, x in zip(self.agents, X)], dtype=np.intp)
-        if not self.linucb:
-            return argmax_random_tie_rows(self._predictions(X), self.rngs)
-        ucb_scores_stack(self.W, X, self.alpha, self.scores, self.best, self.ties)
-        return choose_rows(self.scores, self.best, self.ties, self.rngs)
-
-    def _predictions(self, X: np.ndarray) -> np.ndarray:
-        """:meth:`RidgeState.predict` of every seed: X (S, K, d) -> (S, K)."""
-        d = self.d
-        if self.disjoint:
-            return np.einsum("skd,skd->sk", X, self.W[:, :, d, :])
-        return np.stack([x @ w[0, d] for x, w in zip(X, self.W)])  # per seed: the single path's product
+        u = [a.draws.next()[0] for a in self.agents]  # every seed's uniform of the round, used on a tie
+        if self.linucb:
+            ucb_scores_stack(self.W, X, self.alpha, self.scores, self.best, self.ties)
+        else:
+            _means_stack(self.W, X, self.scores, self.best, self.ties)
+        arms = self.best.copy()
+        counts = self.ties.tolist()
+        if counts.count(1) != len(counts):  # (a Python count: the common case, no tie, costs no numpy call)
+            for s in np.flatnonzero(self.ties != 1):
+                arms[s] = choose_tie(self.scores[s], int(self.best[s]), counts[s], u[s])
+        return arms
 
     def update(self, obs: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         """:meth:`RidgeState.update` of every seed: model ``m[s]`` of seed s gets ``(obs[s, arms[s]], rewards[s])``."""
@@ -72,6 +74,14 @@ class BatchedRidge:
                 check_arm(arm, self.shape[1])
             for a, x, arm, r in zip(self.agents, obs, arms.tolist(), rewards.tolist()):
                 a.update(x, arm, r, {})
+
+
+@kernel
+def _means_stack(W, X, out, best, ties):
+    """:func:`~dpbandit.agents.ridge.ridge_means` of every seed: W (S, M, d+1, d), X (S, K, d), out (S, K); each
+    seed's ``(best, ties)`` into ``best`` and ``ties`` (S,)."""
+    for s in range(W.shape[0]):
+        best[s], ties[s] = ridge_means(W[s], X[s], out[s])
 
 
 BATCHED_FORMS[LinUCB] = BatchedRidge.build
