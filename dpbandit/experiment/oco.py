@@ -200,7 +200,8 @@ def _run(config: OCOConfig, plan: list, run_dir: Path | None, progress: bool) ->
     runs = [(p, s) for p, s, reason in plan if not reason]
     started = time.perf_counter()
     manifest = {"status": "running", "kind": "oco", "config": config.to_dict(), "config_hash": config.config_hash(),
-                "stream_layout": STREAM_LAYOUT, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "versions": package_versions()}
+                "stream_layout": STREAM_LAYOUT, "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "versions": package_versions()}
     jobs = [(p, seed) for p in config.problems for seed in config.seeds if any(q == p for q, _ in runs)]
     finished: dict[tuple[str, int], tuple[pd.DataFrame, list[dict]]] = {}
     if run_dir is not None:
