@@ -144,7 +144,9 @@ class EpisodicGLMCurator(EpisodicCurator):
         models = arms if cal.n_models > 1 else np.zeros(len(arms), dtype=np.int64)
         mean, slope, _ = GLM_LINKS[cal.link]
         z = np.einsum("nd,nd->n", X, self._theta[models])
-        a = slope(z)  # > 0: |z| <= L ||theta|| is bounded
+        # mu'(z) > 0 underflows to 0 far out (|z| > 38.6 probit, 709.8 logistic): floored at the smallest normal
+        # float so that (mu - y)/sqrt(a) stays finite (a NaN sum would not be hidden by any noise); a <= a_max holds
+        a = np.maximum(slope(z), np.finfo(float).tiny)
         root = np.sqrt(a)
         # sum (sqrt(a) x)(sqrt(a) x)^T = sum a x x^T and sum ((mu - y)/sqrt(a)) (sqrt(a) x) = sum (mu - y) x
         self._sums.absorb(X * root[:, None], arms if cal.n_models > 1 else None, (mean(z) - rewards) / root)

@@ -34,7 +34,7 @@ then forgets the episode. Estimate (post-processing): ``V = G~ + lam I`` with ev
 ``mu_ep^2 = 1/z_G^2 + 1/z_b^2``; the share ``w`` (``gram_share``) of ``mu^2`` goes to the Gram matrix:
 ``sigma_G = L^2 / (sqrt(w) mu)``, ``sigma_b = 2 L B / (sqrt(1 - w) mu)``. ``calibration="exact"`` (default) takes
 ``mu = mu*``, the analytic-Gaussian mu of (epsilon, delta) (Balle & Wang 2018); ``"zcdp"`` the spec's
-``mu = sqrt(2 rho*)``, rho* from the CKS inversion (``spec/errata.md`` E1), i.e. ``sigma_G = L^2 / sqrt(w rho*)``.
+``mu = sqrt(2 rho*)``, rho* from the CKS inversion (``spec/errata.md`` E1), i.e. ``sigma_G = L^2 / sqrt(2 w rho*)``.
 Episodes hold disjoint users, so the releases compose in parallel and every episode spends the whole budget
 (:mod:`~dpbandit.agents.episodic`); the summed estimate of mode "sum" is post-processing of releases that each hold
 a user once, so its guarantee is the same. Known answers (L = 1, B = 1.4, epsilon = 1, delta = 1e-4, w = 1/2):

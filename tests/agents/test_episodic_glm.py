@@ -212,3 +212,18 @@ def test_audit_hessian_pair_orthogonal_contexts():
         return [(np.array([row, [0.0, 0.0]]), 0, 1.0), other]
 
     _audit(agent, users_of, np.array([[0.25, 0.0], [0.0, -0.25]]), np.array([-0.5, 0.5]))
+
+
+@pytest.mark.parametrize("link, z", [("probit", 40.0), ("logistic", 720.0)])
+def test_a_user_far_out_on_the_link_keeps_the_sums_finite(link, z):
+    """Found by review: mu'(z) underflowed to 0 at |z| > 38.6 (probit) / 709.8 (logistic), and the user's gradient
+    weight (mu - y)/sqrt(mu') became inf or NaN: a NaN release, which no noise hides (epsilon = inf). The floor keeps
+    the Hessian term within a_max and the gradient exact."""
+    agent = EpisodicGLM(dataclasses.replace(constants(d=3), link=link), epsilon=1.0, first_episode=10)
+    cur = agent._make_curator(np.random.default_rng(0))
+    cur._theta = np.array([[z, 0.0, 0.0]])  # a public release far out (|x^T theta| = z for x = e_1)
+    for y in (0.0, 1.0):
+        cur._absorb(np.array([[1.0, 0.0, 0.0]]), np.array([0]), np.array([y]))
+    H, g, _ = cur._sums.take()
+    assert np.isfinite(H).all() and np.isfinite(g).all()
+    np.testing.assert_allclose(g[0], [1.0, 0.0, 0.0], atol=1e-12)  # (mu - 0) + (mu - 1) with mu = 1
