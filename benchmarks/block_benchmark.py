@@ -23,13 +23,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 import gymnasium
 import numpy as np
 
 import dpbandit.envs  # noqa: F401
-from _bench import emit, interleaved_times, machine
+from _bench import Times, emit, interleaved_clocks, machine, timed
 from dpbandit.agents import make_agent
 from dpbandit.agents.batched import batched_form
 from dpbandit.envs.blocks import linear_predictors
@@ -44,30 +43,21 @@ from dpbandit.experiment.runner import one_blas_thread
 GLM = "dpbandit/GLMBandit-v0"
 
 
-def cpu_and_wall(fn):
-    """A case timing ``fn()``: (process CPU seconds, wall seconds)."""
-
-    def case():
-        cpu, wall = time.process_time(), time.perf_counter()
-        fn()
-        return time.process_time() - cpu, time.perf_counter() - wall
-
-    return case
-
-
-def summary(times: dict[str, list[tuple[float, float]]], work: dict[str, int], reference: str) -> dict:
-    """Per case: median microseconds per seed-round (CPU, wall) and the per-repetition ratios to ``reference``."""
+def summary(times: dict[str, list[Times]], work: dict[str, int], reference: str) -> dict:
+    """Per case: median microseconds per seed-round and the per-repetition ratios to ``reference``, wall and CPU (``_cpu``)."""
     out = {}
     for name, values in times.items():
-        cpu = [c / work[name] * 1e6 for c, _ in values]
-        wall = [w / work[name] * 1e6 for _, w in values]
-        ref_cpu = [c / work[reference] * 1e6 for c, _ in times[reference]]
-        ref_wall = [w / work[reference] * 1e6 for _, w in times[reference]]
+        cpu = [t.cpu / work[name] * 1e6 for t in values]
+        wall = [t.wall / work[name] * 1e6 for t in values]
+        ref_cpu = [t.cpu / work[reference] * 1e6 for t in times[reference]]
+        ref_wall = [t.wall / work[reference] * 1e6 for t in times[reference]]
         out[name] = {
+            "us_per_seed_round": round(statistics.median(wall), 3),
             "us_per_seed_round_cpu": round(statistics.median(cpu), 3),
-            "us_per_seed_round_wall": round(statistics.median(wall), 3),
+            f"speedup_vs_{reference}": round(statistics.median([r / x for r, x in zip(ref_wall, wall)]), 2),
             f"speedup_vs_{reference}_cpu": round(statistics.median([r / x for r, x in zip(ref_cpu, cpu)]), 2),
-            f"speedup_vs_{reference}_wall": round(statistics.median([r / x for r, x in zip(ref_wall, wall)]), 2),
+            "speedup_range": [round(min(r / x for r, x in zip(ref_wall, wall)), 2),
+                              round(max(r / x for r, x in zip(ref_wall, wall)), 2)],
             "speedup_range_cpu": [round(min(r / x for r, x in zip(ref_cpu, cpu)), 2),
                                   round(max(r / x for r, x in zip(ref_cpu, cpu)), 2)],
         }
@@ -94,13 +84,13 @@ def linucb(horizon: int, n_seeds: int, repeats: int) -> dict:
             lockstep._play(world, batched_form(agents), horizon, None)
 
     spec, seeds = EnvSpec(GLM, kwargs), list(range(n_seeds))
-    cases = {"single_blocks": cpu_and_wall(lambda: simulate(env, agent, 0)),
-             "single_steps": cpu_and_wall(steps),
-             "lockstep_blocks": cpu_and_wall(lambda: simulate_batch(spec, AgentSpec("linucb"), seeds)),
-             "lockstep_round_by_round": cpu_and_wall(old_lockstep)}
+    cases = {"single_blocks": timed(lambda: simulate(env, agent, 0)),
+             "single_steps": timed(steps),
+             "lockstep_blocks": timed(lambda: simulate_batch(spec, AgentSpec("linucb"), seeds)),
+             "lockstep_round_by_round": timed(old_lockstep)}
     work = {"single_blocks": horizon, "single_steps": horizon,
             "lockstep_blocks": horizon * n_seeds, "lockstep_round_by_round": horizon * n_seeds}
-    times = interleaved_times(cases, repeats)
+    times = interleaved_clocks(cases, repeats)
     single = summary({k: times[k] for k in ("single_blocks", "single_steps")}, work, "single_steps")
     locked = summary({k: times[k] for k in ("lockstep_blocks", "lockstep_round_by_round")}, work,
                      "lockstep_round_by_round")
@@ -136,13 +126,13 @@ def dp_hdb(horizon: int, n_seeds: int, repeats: int) -> dict:
             rng.integers(0, 2 * d, size=(K, B))
             rng.random((K, B))
 
-    cases = {"single": cpu_and_wall(lambda: simulate(env, agent, 0)),
-             "lockstep": cpu_and_wall(lambda: simulate_batch(spec, AgentSpec("dp_hdb"), seeds)),
-             "means_kernel": cpu_and_wall(means_kernel), "means_broadcast": cpu_and_wall(means_broadcast),
-             "proposals_blocked": cpu_and_wall(draws_blocked), "proposals_per_step": cpu_and_wall(draws_per_step)}
+    cases = {"single": timed(lambda: simulate(env, agent, 0)),
+             "lockstep": timed(lambda: simulate_batch(spec, AgentSpec("dp_hdb"), seeds)),
+             "means_kernel": timed(means_kernel), "means_broadcast": timed(means_broadcast),
+             "proposals_blocked": timed(draws_blocked), "proposals_per_step": timed(draws_per_step)}
     work = {"single": horizon, "lockstep": horizon * n_seeds, "means_kernel": 20 * n, "means_broadcast": 20 * n,
             "proposals_blocked": 4 * R, "proposals_per_step": 4 * R}
-    times = interleaved_times(cases, repeats)
+    times = interleaved_clocks(cases, repeats)
     return {"env": {"id": GLM, **kwargs}, "seeds": n_seeds,
             "agent": summary({k: times[k] for k in ("single", "lockstep")}, work, "single"),
             "environment_means": summary({k: times[k] for k in ("means_kernel", "means_broadcast")}, work,
