@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: Subcommands with parsers of their own: everything after the name (``--help`` included) goes to their main()
 #: (``reproduce``: to the target's, :data:`dpbandit.experiment.reproduce.REPRODUCTIONS`).
-_DELEGATED = {"oco": "dpbandit.experiment.oco", "frontier": "dpbandit.experiment.frontier",
+_DELEGATED = {"oco": "dpbandit.experiment.oco", "frontier": "dpbandit.experiment.frontier_cli",
               "replay": "dpbandit.experiment.replay_cli", "reproduce": "dpbandit.experiment.reproduce",
               "bench": "dpbandit.experiment.bench.cli"}
 

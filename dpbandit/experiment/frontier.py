@@ -27,7 +27,6 @@ Python: ``run_frontier(FrontierConfig(agents=("dp_ucb",), horizons=(10_000,)))``
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -41,9 +40,7 @@ import pandas as pd
 
 import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, hyperparameters, make_agent
-from dpbandit.experiment.arguments import add_allow_long
 from dpbandit.experiment.config import BATCH_MODES, AgentSpec, EnvSpec, ExperimentConfig, make_env, parse_seeds
-from dpbandit.experiment.errors import EXPECTED, report
 from dpbandit.experiment.frontier_report import (
     RESULT_COLUMNS,
     beating_lines,
@@ -109,8 +106,9 @@ def _unique_sorted(key: str, values: Any, check) -> tuple:
 class FrontierConfig:
     """A frontier sweep (validated on construction; agents are built once per horizon before any job runs).
 
-    ``agents``: private registry names (default: every registered private agent with an ``epsilon``
-    hyperparameter), each run at every epsilon;
+    ``agents``: private registry names, each run at every epsilon (default None: every registered private agent with
+    an ``epsilon`` hyperparameter that runs on the environment; the others are listed in ``refused``, name -> their
+    one-line reason, in the manifest and the command's output);
     ``references``: non-private registry names run once per horizon (the plot's horizontal bands);
     ``delta``: passed to every private agent (None: each agent's default, 1/T for DP-UCB);
     ``agent_params``: extra hyperparameters per registry name; ``env_kwargs``: environment keywords (the horizon
@@ -118,7 +116,7 @@ class FrontierConfig:
     """
 
     env_id: str = "dpbandit/HanFigure51-K2-v0"
-    agents: tuple[str, ...] = field(default_factory=private_agents)
+    agents: tuple[str, ...] | None = None
     epsilons: tuple[float, ...] = EPSILONS
     horizons: tuple[int, ...] = HORIZONS
     seeds: Any = 5
@@ -131,10 +129,12 @@ class FrontierConfig:
     checkpoints: int = 20
     name: str = "frontier"
     out: str = "runs"
+    refused: Mapping[str, str] = field(init=False, default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
-        set_("agents", _agent_names("agents", self.agents, private=True))
+        if self.agents is not None:
+            set_("agents", _agent_names("agents", self.agents, private=True))
         set_("references", _agent_names("references", self.references, private=False))
         set_("epsilons", _unique_sorted("epsilons", self.epsilons, lambda e: check_epsilon(e, "epsilons entry",
                                                                                           allow_inf=True)))
@@ -146,6 +146,8 @@ class FrontierConfig:
         if "horizon" in self.env_kwargs:
             raise ValueError("env_kwargs must not set 'horizon': the sweep sets it from horizons")
         set_("agent_params", {k: dict(v) for k, v in self.agent_params.items()})
+        if self.agents is None:
+            self._default_agents()
         for n, params in self.agent_params.items():
             if n not in (*self.agents, *self.references):
                 raise ValueError(f"agent_params names {n!r}, which is neither in agents nor in references")
@@ -155,6 +157,29 @@ class FrontierConfig:
         check_choice("batch", self.batch, BATCH_MODES)
         check_int("checkpoints", self.checkpoints, low=2)
         check_run_name(self.name)
+
+    def _default_agents(self) -> None:
+        """Every private agent (:func:`private_agents`) built once on the environment at the smallest horizon and
+        the first epsilon: the ones that build are the sweep's agents, the others' refusals go to ``refused``."""
+        env = make_env(self.env_id, **self.env_kwargs, horizon=self.horizons[0])
+        accepted, refused = [], {}
+        try:
+            for name in private_agents():
+                params = {**self.agent_params.get(name, {}), "epsilon": self.epsilons[0]}
+                if self.delta is not None:
+                    params["delta"] = self.delta
+                try:
+                    make_agent(name, env, **params)
+                    accepted.append(name)
+                except (ValueError, TypeError) as exc:
+                    refused[name] = " ".join(str(exc).split())
+        finally:
+            env.close()
+        if not accepted:
+            raise ValueError(f"no registered private agent runs on {self.env_id}: "
+                             + "; ".join(f"{n}: {why}" for n, why in refused.items()))
+        object.__setattr__(self, "agents", tuple(accepted))
+        object.__setattr__(self, "refused", refused)
 
     def env_label(self, horizon: int) -> str:
         return f"T={horizon}"
@@ -186,7 +211,7 @@ class FrontierConfig:
             "seeds": list(self.seeds), "delta": self.delta, "references": list(self.references),
             "agent_params": dict(self.agent_params), "n_jobs": self.n_jobs, "batch": self.batch,
             "checkpoints": self.checkpoints,
-            "name": self.name,
+            "name": self.name, "refused": dict(self.refused),
         }
 
 
@@ -299,93 +324,12 @@ def run_frontier(fc: FrontierConfig, out: str | Path | bool | None = None, progr
 # -- command line ---------------------------------------------------------------------------------------------------
 
 
-def _epsilon_arg(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'inf', got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0 or 'inf', got {text!r}")
-    return value
-
-
-def _int_arg(text: str) -> int:
-    try:
-        value = int(float(text)) if float(text).is_integer() else None
-    except ValueError:
-        value = None
-    if value is None or value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1 (1e4 accepted), got {text!r}")
-    return value
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``dpbandit frontier`` options (shared by :func:`main` and the ``dpbandit`` command)."""
-    parser.add_argument("--env", default=FrontierConfig.env_id, help="environment id (default: %(default)s)")
-    parser.add_argument("--agents", nargs="+", help="private agents to sweep (default: all registered private agents)")
-    parser.add_argument("--references", nargs="+", default=["random", "linucb"],
-                        help="non-private reference agents (default: random linucb)")
-    parser.add_argument("--epsilons", nargs="+", type=_epsilon_arg, help="epsilon grid, 'inf' = noise off "
-                        "(default: 0.5 1 2 4 8 16 inf)")
-    parser.add_argument("--horizons", nargs="+", type=_int_arg, help="horizons T (default: 1e4 1e5)")
-    parser.add_argument("--seeds", type=_int_arg, help="number of seeds (default 5)")
-    parser.add_argument("--delta", type=float, help="delta of every private agent (default: each agent's, 1/T)")
-    parser.add_argument("--n-jobs", dest="n_jobs", type=_int_arg, help="parallel jobs (default 2)")
-    parser.add_argument("--batch", choices=BATCH_MODES, help="auto (default): seeds of agents with a batched form "
-                        "run in lockstep, same results; off: every seed alone")
-    parser.add_argument("--out", help="parent folder of the run directory (default: runs)")
-    parser.add_argument("--quick", action="store_true",
-                        help="tiny grid (epsilon 1, 16, inf; T = 500, 2000; 2 seeds): well under a minute")
-    parser.add_argument("--fresh", action="store_true", help="discard an earlier sweep of this name, do not resume")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_allow_long(parser)
-
-
-def config_from_args(args: argparse.Namespace) -> FrontierConfig:
-    kwargs: dict[str, Any] = {"env_id": args.env, "references": tuple(args.references)}
-    if args.quick:
-        kwargs.update(QUICK, name="frontier-quick")
-    for key in ("agents", "epsilons", "horizons"):
-        if getattr(args, key):
-            kwargs[key] = tuple(getattr(args, key))
-    for key in ("seeds", "delta", "n_jobs", "batch", "out"):  # explicit options override --quick
-        if getattr(args, key) is not None:
-            kwargs[key] = getattr(args, key)
-    return FrontierConfig(**kwargs)
-
-
-def cli_command(args: argparse.Namespace) -> int:
-    """Run the sweep described by parsed :func:`add_arguments` options and print where everything went."""
-    result = run_frontier(config_from_args(args), progress=not args.no_progress, fresh=args.fresh,
-                          allow_long=args.allow_long)
-    with pd.option_context("display.width", 140, "display.max_columns", 20):
-        cols = ["agent", "epsilon", "horizon", "seeds", "final_regret_mean", "final_regret_ci95", "guarantee"]
-        print(result.frontier[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-    if not result.beats_random.empty:
-        print("\n" + "\n".join(beating_lines(result.beats_random, result.results)))
-    print(f"\nResults table: {result.run_dir / 'results.csv'}")
-    print(f"Frontier table: {result.run_dir / 'frontier.csv'}")
-    print(f"Frontier plot:  {result.plot_path}")
-    print(f"Manifest:       {result.run_dir / 'manifest.json'}")
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of ``dpbandit frontier`` (one-line usage errors, :mod:`dpbandit.experiment.arguments`)."""
-    from dpbandit.experiment.arguments import OneLineParser
-
-    parser = OneLineParser(prog="dpbandit frontier", description=__doc__.splitlines()[0])
-    add_arguments(parser)
-    return parser
-
-
 def main(argv: list[str] | None = None) -> int:
-    """``python -m dpbandit.experiment.frontier [options]`` (the same as ``dpbandit frontier``)."""
-    args = build_parser().parse_args(argv)
-    try:
-        return cli_command(args)
-    except EXPECTED as exc:
-        return report("dpbandit frontier", exc)
+    """``python -m dpbandit.experiment.frontier [options]`` (the same as ``dpbandit frontier``;
+    :mod:`dpbandit.experiment.frontier_cli`)."""
+    from dpbandit.experiment.frontier_cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":  # pragma: no cover

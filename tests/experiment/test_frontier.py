@@ -258,3 +258,15 @@ def test_batched_and_seed_by_seed_sweeps_write_byte_identical_results(tmp_path):
     paths = [run_frontier(FrontierConfig(**grid, batch=mode, name=f"f-{mode}"), out=tmp_path, progress=False)
              .run_dir / "results.csv" for mode in ("auto", "off")]
     assert paths[0].read_bytes() == paths[1].read_bytes()
+
+
+def test_default_agents_are_the_private_agents_that_run_on_the_environment():
+    """Before: the default sweep built every registered private agent and stopped at the first that refuses the
+    environment (episodic_glm on Gaussian rewards: 'dpbandit frontier --quick' failed). Now the refusing ones are
+    left out, stated in the manifest's config and in the command's output."""
+    fc = FrontierConfig(env_id="dpbandit/SharedLinear-v0", env_kwargs={"dim": 3, "n_arms": 2}, horizons=(60,))
+    assert "episodic_glm" in fc.refused and "episodic_glm" not in fc.agents and "dp_ucb" in fc.agents
+    assert "rewards" in fc.refused["episodic_glm"] and fc.to_dict()["refused"] == fc.refused
+    named = FrontierConfig(env_id="dpbandit/SharedLinear-v0", agents=("episodic_glm",), horizons=(60,))
+    with pytest.raises(ValueError, match="episodic_glm fits a logistic model"):  # named explicitly: refused
+        run_frontier(named, out=False, progress=False)
