@@ -45,7 +45,7 @@ from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
 from dpbandit.agents.episodic_ridge import clip_rows, default_row_clip, ridge_scores, theta_l2_bound
-from dpbandit.agents.private import PrivateAgent, RewardClip, context_l2_bound, reward_clip_range
+from dpbandit.agents.private import PrivateAgent, RewardClip, context_l2_bound, read_only, reward_clip_range
 from dpbandit.agents.release_combination import ReleaseCombination, noise_regulariser
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
@@ -134,7 +134,7 @@ class EpisodicGLMCurator(EpisodicCurator):
 
     def _initial_release(self) -> EpisodicGLMRelease:
         M, d = self.cal.n_models, self.cal.dim
-        return EpisodicGLMRelease(*_frozen(np.zeros((M, d)), np.zeros((M, d, d)), np.zeros((M, d))),
+        return EpisodicGLMRelease(*read_only(np.zeros((M, d)), np.zeros((M, d, d)), np.zeros((M, d))),
                                   episode=0, shared=M == 1, row_clip=self.cal.row_clip)
 
     def _absorb(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
@@ -168,7 +168,7 @@ class EpisodicGLMCurator(EpisodicCurator):
             norms = np.linalg.norm(theta, axis=1)
             theta *= np.minimum(1.0, cal.S / np.maximum(norms, 1e-300))[:, None]
         self._theta = theta.copy()
-        return EpisodicGLMRelease(*_frozen(theta, H, g), episode=self.n_releases + 1, shared=M == 1,
+        return EpisodicGLMRelease(*read_only(theta, H, g), episode=self.n_releases + 1, shared=M == 1,
                                   row_clip=cal.row_clip)
 
     def _record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
@@ -203,12 +203,6 @@ class EpisodicGLMCurator(EpisodicCurator):
         return (f"Calibration {cal.calibration!r}: share w = {cal.gram_share:g} of mu^2 on the Hessian, sigma_H = "
                 f"{cal.sigma_H:.6g}, sigma_g = 2 L mu(L ||theta||) / (sqrt(1 - w) mu) (at theta = 0: "
                 f"{float(cal.sigma_g(np.zeros(1))[0]):.6g}); estimate: weighted Newton steps (post-processing).")
-
-
-def _frozen(*arrays: np.ndarray) -> list[np.ndarray]:
-    for a in arrays:
-        a.setflags(write=False)
-    return list(arrays)
 
 
 class EpisodicGLM(PrivateAgent):

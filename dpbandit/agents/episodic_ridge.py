@@ -87,7 +87,7 @@ from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCu
 from dpbandit.agents.episodic_ridge_calibration import (MODES, ROW_CLIP_FACTOR, UNBOUNDED_GRAM_SHARE,
                                                         EpisodicRidgeCalibration, clip_rows, default_row_clip,
                                                         theta_l2_bound)
-from dpbandit.agents.private import PrivateAgent, require_finite_theta_bound
+from dpbandit.agents.private import PrivateAgent, read_only, require_finite_theta_bound
 from dpbandit.agents.release_combination import noise_regulariser, pool_gram
 from dpbandit.agents.release_rules import RULES, thompson_scale, thompson_scores, ucb_radius, ucb_scores
 from dpbandit.envs.constants import BanditConstants
@@ -141,12 +141,6 @@ def ridge_scores(theta: np.ndarray, v_inv: np.ndarray, ucb_alpha: float, shared:
         if ucb_alpha > 0:
             scores = scores + ucb_alpha * np.sqrt(np.einsum("...kd,...kde,...ke->...k", X, v_inv, X))
     return scores
-
-
-def _frozen(*arrays: np.ndarray) -> list[np.ndarray]:
-    for a in arrays:
-        a.setflags(write=False)
-    return list(arrays)
 
 
 class EpisodicRidgeCurator(EpisodicCurator):
@@ -203,8 +197,8 @@ class EpisodicRidgeCurator(EpisodicCurator):
             beta.setflags(write=False)
         elif cal.rule == "thompson":
             tau2 = (cal.sigma_b * w_norm) ** 2 + (cal.sigma_G * w_norm) ** 2 * np.einsum("mi,mi->m", theta, theta)
-            basis, scale = _frozen(evecs, thompson_scale(evals, cal.spread, tau2))
-        return EpisodicRidgeRelease(*_frozen(gram, moment, theta, v_inv), ucb_alpha=cal.ucb_alpha,
+            basis, scale = read_only(evecs, thompson_scale(evals, cal.spread, tau2))
+        return EpisodicRidgeRelease(*read_only(gram, moment, theta, v_inv), ucb_alpha=cal.ucb_alpha,
                                     shared=cal.n_models == 1, episode=episode, n_summed=n_summed, rule=cal.rule,
                                     beta=beta, basis=basis, scale=scale, row_clip=cal.row_clip)
 

@@ -44,7 +44,14 @@ from dpbandit.seeding import stream
 from dpbandit.validation import check_real
 
 __all__ = ["Curator", "PrivateAgent", "check_context_bound", "context_l2_bound", "l2_bound_text", "REWARD_CLIP_STDS",
-           "RewardClip", "require_finite_theta_bound", "reward_clip_range", "reward_reach"]
+           "RewardClip", "read_only", "require_finite_theta_bound", "reward_clip_range", "reward_reach"]
+
+def read_only(*arrays: np.ndarray) -> list[np.ndarray]:
+    """The arrays of a release, made read-only in place (the action rule and the offline policies only read them)."""
+    for a in arrays:
+        a.setflags(write=False)
+    return list(arrays)
+
 
 #: Reach of the default reward clip for unbounded (Gaussian-noise) rewards, in noise standard deviations.
 REWARD_CLIP_STDS = 4.0
