@@ -14,6 +14,7 @@ import pandas as pd
 from dpbandit.experiment.arguments import add_allow_long
 from dpbandit.experiment.config import BATCH_MODES
 from dpbandit.experiment.errors import EXPECTED, report
+from dpbandit.experiment import frontier
 from dpbandit.experiment.frontier import QUICK, FrontierConfig, beating_lines, run_frontier
 
 __all__ = ["add_arguments", "build_parser", "cli_command", "config_from_args", "main"]
@@ -96,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of ``dpbandit frontier`` (one-line usage errors, :mod:`dpbandit.experiment.arguments`)."""
     from dpbandit.experiment.arguments import OneLineParser
 
-    parser = OneLineParser(prog="dpbandit frontier", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="dpbandit frontier", description=frontier.__doc__.splitlines()[0])
     add_arguments(parser)
     return parser
 

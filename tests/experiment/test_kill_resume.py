@@ -12,14 +12,17 @@ import pytest
 
 from tests.experiment.processes import alive, poll
 
+# Jobs of a few tenths of a second each (0.2.0's block path plays these agents at a few microseconds per round), one
+# job stored at a time (batch off: no lockstep units of 6 seeds), so a run is still going when its first job is in.
 CONFIG = """
 name = "killme"
 seeds = 6
 n_jobs = 1
+batch = "off"
 checkpoints = 20
 [env]
 id = "dpbandit/SparseLinear-v0"
-horizon = 4000
+horizon = 200000
 dim = 30
 [[agents]]
 type = "linucb"
