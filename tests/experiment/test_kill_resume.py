@@ -95,7 +95,10 @@ def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path, b
     config = tmp_path / "sweep.toml"
     config.write_text(CONFIG.replace("n_jobs = 1", "n_jobs = 2"))
     jobs_dir = tmp_path / "stopped" / "killme" / "jobs"
-    proc = _run(config, tmp_path / "stopped", "--backend", backend)
+    # Ctrl-C as a terminal sends it: the command starts with SIGINT's default disposition, whatever the test runner's
+    # process inherited (an ignored SIGINT is inherited through exec, and Python then never raises KeyboardInterrupt)
+    proc = _run(config, tmp_path / "stopped", "--backend", backend,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     workers: set[int] = set()
 
     def first_job_stored() -> bool:
@@ -107,7 +110,7 @@ def test_sigint_is_one_line_exit_130_keeps_finished_jobs_and_resumes(tmp_path, b
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=300)
     kept = len(list(jobs_dir.glob("*.json")))
-    assert proc.returncode == 130, err.decode()
+    assert proc.returncode == 130, (proc.returncode, kept, out.decode()[-500:], err.decode())
     assert err.decode().splitlines() == [
         f"dpbandit run: interrupted: {kept} finished job{'s' * (kept != 1)} kept; rerun the same command to resume"
     ]
