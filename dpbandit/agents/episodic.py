@@ -31,6 +31,7 @@ users are (epsilon, delta)-DP in a user's data: joint DP by the billboard lemma 
 from __future__ import annotations
 
 import abc
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,36 +62,68 @@ def default_first_episode(n_arms: int, dim: int, structure: str) -> int:
 
 @dataclass(frozen=True)
 class EpisodeSchedule:
-    """Geometric episodes over a horizon of T users: episode ell has ``first * growth**ell`` users, the last
-    truncated (``growth`` = 2: doubling, the default; 1: episodes of ``first`` users each).
+    """Public episodes over a horizon of T users: geometric (episode ell has ``first * growth**ell`` users, the last
+    truncated; ``growth`` = 2: doubling, the default; 1: episodes of ``first`` users each), optionally capped by the
+    noise scale ``scale`` = n* (``docs/episodic-agents.md`` §6.5): an episode starting after s users has
 
-    ``horizon`` T >= 1, ``first`` >= 1 and ``growth`` >= 1 are public integers (validated). Users are indexed
-    t = 0, ..., T-1.
+        n(s) = max(first, min(first + (growth - 1) s, ceil(sqrt(2 s n*))))
+
+    users. ``scale = inf`` (the default) is the geometric schedule; ``scale = 0`` gives equal episodes of ``first``
+    users (with ``first = 1``: a release after every user); in between the episodes grow geometrically while the
+    release noise dominates (s < n*/2 for doubling) and then as sqrt(2 s n*), which balances the staleness of the
+    last release against the noise of shorter episodes.
+
+    ``horizon`` T >= 1, ``first`` >= 1 and ``growth`` >= 1 are public integers, ``scale`` >= 0 a public real
+    (validated; never a function of the data). Users are indexed t = 0, ..., T-1.
     """
 
     horizon: int
     first: int = 1
     growth: int = 2
+    scale: float = math.inf
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "horizon", check_int("horizon", self.horizon, low=1))
         object.__setattr__(self, "first", check_int("first", self.first, low=1))
         object.__setattr__(self, "growth", check_int("growth", self.growth, low=1))
+        object.__setattr__(self, "scale", check_real("scale", self.scale, low=0.0, allow_inf=True))
+        ends = None
+        if self._capped:  # ends of every episode, once: about sqrt(2 T / n*) + log2(n*) of them
+            ends, start = [], 0
+            while start < self.horizon:
+                start = min(start + self._length_at(start), self.horizon)
+                ends.append(start)
+        object.__setattr__(self, "_ends", ends)
+
+    @property
+    def _capped(self) -> bool:
+        """Whether the noise cap shapes the schedule (else the geometric closed forms apply)."""
+        return self.growth > 1 and 0.0 < self.scale < math.inf
+
+    @property
+    def _equal(self) -> bool:
+        return self.growth == 1 or self.scale == 0.0
+
+    def _length_at(self, start: int) -> int:
+        """n(s) of the class docstring for an episode starting after ``start`` users."""
+        geometric = self.first + (self.growth - 1) * start
+        return max(self.first, min(geometric, math.ceil(math.sqrt(2.0 * start * self.scale))))
 
     def start(self, episode: int) -> int:
         """Index of the first user of ``episode``: ``min(first (r**ell - 1) / (r - 1), T)`` (``first ell`` for
-        r = 1), in exact integer arithmetic."""
+        equal episodes) in exact integer arithmetic, or the capped schedule's."""
         episode = check_int("episode", episode, low=0)
         r = self.growth
-        if r == 1:
+        if self._equal:
             return min(self.first * episode, self.horizon)
+        if self._ends is not None:
+            return 0 if episode == 0 else self._ends[min(episode, len(self._ends)) - 1]
         if episode > self.horizon.bit_length():  # r**ell - 1 >= 2**ell - 1 > T: past the horizon
             return self.horizon
         return min(self.first * ((r**episode - 1) // (r - 1)), self.horizon)
 
     def end(self, episode: int) -> int:
-        """One past the last user of ``episode``: ``min(first (2**(ell+1) - 1), T)``; its release follows user
-        ``end - 1``."""
+        """One past the last user of ``episode``: the next episode's start; its release follows user ``end - 1``."""
         return self.start(check_int("episode", episode, low=0) + 1)
 
     def length(self, episode: int) -> int:
@@ -100,10 +133,12 @@ class EpisodeSchedule:
     def episode_of(self, t: int) -> int:
         """The episode of user ``t`` in [0, T)."""
         t = check_int("t", t, low=0, high=self.horizon - 1)
+        if self._equal:
+            return t // self.first
+        if self._ends is not None:
+            return bisect.bisect_right(self._ends, t)
         if self.growth == 2:
             return (t // self.first + 1).bit_length() - 1
-        if self.growth == 1:
-            return t // self.first
         episode = 0  # at most log_r(T) + 1 steps
         while self.start(episode + 1) <= t:
             episode += 1
@@ -117,7 +152,7 @@ class EpisodeSchedule:
     @property
     def max_length(self) -> int:
         """The longest episode (the buffer size an episodic curator needs)."""
-        if self.growth == 1:
+        if self._equal:
             return min(self.first, self.horizon)
         return max(self.length(e) for e in range(self.n_episodes))
 
@@ -126,11 +161,16 @@ class EpisodeSchedule:
         return tuple(self.end(e) for e in range(self.n_episodes))
 
     def describe(self) -> str:
-        ends = self.boundaries()
-        shown = ", ".join(map(str, ends)) if len(ends) <= 8 else f"{', '.join(map(str, ends[:6]))}, ..., {ends[-1]}"
-        kind = {1: "equal", 2: "doubling"}.get(self.growth, "geometric")
-        return (f"{kind} episodes of {self.first} * {self.growth}^ell users (public, data-independent; last truncated at "
-                f"T = {self.horizon}): {self.n_episodes} releases, after users {shown}")
+        n = self.n_episodes
+        shown = ", ".join(str(self.end(e)) for e in range(min(n, 6))) + (f", ..., {self.horizon}" if n > 6 else "")
+        if self._equal:
+            kind = f"equal episodes of {self.first} users"
+        else:
+            kind = f"{ {2: 'doubling'}.get(self.growth, 'geometric')} episodes of {self.first} * {self.growth}^ell users"
+            if self._capped:
+                kind += f", capped at ceil(sqrt(2 s n*)) after s users with n* = {self.scale:.6g}"
+        return (f"{kind} (public, data-independent; last truncated at T = {self.horizon}): {n} releases, after users "
+                f"{shown}")
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,7 @@ from dpbandit.agents.episodic_ridge_calibration import (MODES, ROW_CLIP_FACTOR, 
 from dpbandit.agents.private import PrivateAgent, read_only, require_finite_theta_bound
 from dpbandit.agents.release_combination import noise_regulariser, pool_gram
 from dpbandit.agents.release_rules import RULES, thompson_scale, thompson_scores, ucb_radius, ucb_scores
+from dpbandit.agents.ridge import RidgeState
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
@@ -105,15 +106,17 @@ class EpisodicRidgeRelease:
 
     ``gram`` (M, d, d) and ``moment`` (M, d): the noisy statistics the estimate uses (the last release, the sum of
     ``n_summed`` releases in mode "sum", or their weighted sum in mode "weighted"); ``theta`` (M, d); ``v_inv``
-    (M, d, d): ``V^{-1}`` (for the UCB width); ``ucb_alpha``; ``episode``: releases so far. The action ``rule``
+    (M, d, d): ``V^{-1}`` (for the UCB width); ``ucb_alpha``; ``episode``: releases so far. With the noise off in
+    modes "weighted" and "sum" and the greedy rule the estimate is ridge on every user so far, kept by
+    Sherman-Morrison: ``gram`` and ``moment`` are None, and ``v_inv`` too unless ``ucb_alpha > 0``. The action ``rule``
     ("greedy", "ucb", "thompson") and its public arrays: ``beta`` (M,) the UCB radius; ``basis`` (M, d, d) and
     ``scale`` (M, d) the Thompson draw's eigenvectors of V and sds (:mod:`~dpbandit.agents.release_rules`).
     """
 
-    gram: np.ndarray
-    moment: np.ndarray
+    gram: np.ndarray | None
+    moment: np.ndarray | None
     theta: np.ndarray
-    v_inv: np.ndarray
+    v_inv: np.ndarray | None
     ucb_alpha: float
     shared: bool
     episode: int
@@ -155,6 +158,11 @@ class EpisodicRidgeCurator(EpisodicCurator):
         self._gram_sum, self._moment_sum = np.zeros((M, d, d)), np.zeros((M, d))
         self._combination = cal.combination() if cal.mode == "weighted" else None
         self._sums = EpisodeSums(M, d, gram=True)
+        # noise off, every user kept, greedy: ridge on every user so far, by Sherman-Morrison (O(d^2) a user, no
+        # eigendecomposition; docs/episodic-agents.md §6.5): greedy ridge's own state
+        self._ridge = (RidgeState(n_arms, d, "disjoint" if M > 1 else "shared", cal.ridge)
+                       if cal.sigma_G == 0 and cal.mode != "forget" and cal.lam is None and cal.rule == "greedy"
+                       else None)
         super().__init__(schedule, cal.budget, n_arms, d, cal.context_norm, cal.context_bound, cal.clip,
                          chunk=CHUNK_ROWS)
 
@@ -208,11 +216,18 @@ class EpisodicRidgeCurator(EpisodicCurator):
         cal = self.cal
         if math.isfinite(cal.row_clip):  # rows clipped to the public l2 radius (§6.6)
             X = clip_rows(X, cal.row_clip)
-        self._sums.absorb(X, arms if cal.n_models > 1 else None, rewards - cal.centre if cal.centre else rewards)
+        y = rewards - cal.centre if cal.centre else rewards
+        if self._ridge is not None:  # noise off: straight into the ridge state (every weight is 1, §6.2)
+            for x, arm, reward in zip(X, arms, y):
+                self._ridge.update(x, reward, int(arm))
+            return
+        self._sums.absorb(X, arms if cal.n_models > 1 else None, y)
 
     def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> EpisodicRidgeRelease:
         cal, M, d = self.cal, self.cal.n_models, self.cal.dim
         self._absorb(X, arms, rewards)  # the episode's last rows
+        if self._ridge is not None:
+            return self._ridge_release()
         gram, moment, _ = self._sums.take()  # the episode's sums (then forgotten)
         if self._gram_noise is not None:  # noise drawn for every model, whatever the data
             gram += self._gram_noise.sample(self.rng, (M, d, d))
@@ -228,6 +243,20 @@ class EpisodicRidgeCurator(EpisodicCurator):
         else:
             n_summed, w_norm = 1, np.ones(M)
         return self._release_of(gram, moment, w_norm, self.n_releases + 1, n_summed)
+
+    def _ridge_release(self) -> EpisodicRidgeRelease:
+        """Noise off, every user kept: the ridge estimate on every user so far, from the Sherman-Morrison state
+        (what mode "weighted" or "sum" computes with the noise off, without the O(M d^3) decomposition); ``gram``
+        and ``moment`` are not formed (None), ``v_inv`` only for a UCB width."""
+        cal, M, d = self.cal, self.cal.n_models, self.cal.dim
+        theta = self._ridge.theta.reshape(M, d).copy()
+        theta.setflags(write=False)
+        v_inv = None
+        if cal.ucb_alpha > 0:
+            v_inv, = read_only(self._ridge.A_inv.reshape(M, d, d).copy())
+        return EpisodicRidgeRelease(None, None, theta, v_inv, ucb_alpha=cal.ucb_alpha, shared=M == 1,
+                                    episode=self.n_releases + 1, n_summed=self.n_releases + 1, rule=cal.rule,
+                                    row_clip=cal.row_clip)
 
     def _record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
         cal = self.cal
@@ -278,9 +307,15 @@ class EpisodicRidge(PrivateAgent):
         Share w in (0, 1) of the budget (mu^2) spent on the Gram matrix; default ``L S / (L S + 2 B)``, or 1/2
         when ``theta_bound`` is infinite (stated in the privacy report's note).
     first_episode:
-        Users in episode 0 (int >= 1); default d (shared) or K d (disjoint).
+        Users in episode 0 and the shortest episode (int >= 1); default d (shared) or K d (disjoint), and 1 when
+        the schedule's n* is 0 (the noise off in modes "weighted" and "sum": a release after every user; §6.5).
     growth:
-        Episode growth factor r (int >= 1): episode ell has ``first_episode * r**ell`` users; default 2 (doubling).
+        Episode growth factor r (int >= 1): at most ``first_episode * r**ell`` users in episode ell; default 2.
+    episode_scale:
+        n* >= 0 of the public schedule (:class:`~dpbandit.agents.episodic.EpisodeSchedule`): an episode after s users
+        has ``max(first, min(first + (r - 1) s, ceil(sqrt(2 s n*))))`` users. Default (None): ``M d tau^2 /
+        (v_y L^2)`` from the noise scales (§6.5; 0 with the noise off), inf in mode "forget"; inf gives the
+        geometric schedule.
     mode:
         ``"weighted"`` (default: every release with the public weights of ``docs/episodic-agents.md`` §6.2; noise off
         it is ridge regression on every user so far), ``"forget"`` (the last release only) or ``"sum"`` (the plain
@@ -294,8 +329,9 @@ class EpisodicRidge(PrivateAgent):
     reward_clip:
         B > 0: rewards clipped to [-B, B] (default: :func:`~dpbandit.agents.private.reward_clip_range`).
     centre:
-        Subtract the clip's midpoint c = (lo + hi)/2 from every reward (default True): the moment's sensitivity
-        becomes 2 L (hi - lo)/2 (§6.1; no change for a symmetric clip). The argmax is unchanged by the shift.
+        Subtract the clip's midpoint c = (lo + hi)/2 from every reward: the moment's sensitivity becomes
+        2 L (hi - lo)/2 (§6.1; no change for a symmetric clip). The argmax is unchanged by the shift. Default (None):
+        on, and off with the noise off (it only lowers the noise; without noise the agent is greedy ridge's fit).
     rule:
         ``"greedy"`` (default), ``"ucb"`` (the width beta ||x||_{V^{-1}} of §6.3, which accounts for the released
         noise; needs a finite theta_bound) or ``"thompson"`` (§6.4; draws from the exploration stream).
@@ -306,7 +342,8 @@ class EpisodicRidge(PrivateAgent):
         default ``min(||theta||_2 bound, 2 B / L)`` (§6.2).
     row_clip:
         l2 radius > 0 (or inf) every played row is clipped to before it enters the statistics (and in the action
-        rule); L = min(declared bound, row_clip). Default :func:`default_row_clip` (none for l2 contexts).
+        rule); L = min(declared bound, row_clip). Default :func:`default_row_clip` (none for l2 contexts, and none
+        with the noise off).
     gram_pool:
         Disjoint structure: estimate every arm's Gram matrix as its released trace's share of the sum of all arms'
         releases (:func:`~dpbandit.agents.release_combination.pool_gram`, §6.7; post-processing). Default (None):
@@ -319,10 +356,12 @@ class EpisodicRidge(PrivateAgent):
     def __init__(self, constants: BanditConstants, epsilon: float = 1.0, delta: float | None = None,
                  calibration: str = "exact", gram_share: float | None = None, first_episode: int | None = None,
                  mode: str = "weighted", ridge: float = 1.0, lam: float | None = None, ucb_alpha: float = 0.0,
-                 reward_clip: float | None = None, growth: int = 2, centre: bool = True, rule: str = "greedy",
+                 reward_clip: float | None = None, growth: int = 2, centre: bool | None = None, rule: str = "greedy",
                  alpha: float = 0.05, target_bound: float | None = None, row_clip: float | None = None,
-                 gram_pool: bool | None = None):
+                 gram_pool: bool | None = None, episode_scale: float | None = None):
         budget = EpisodicBudget.build(constants, epsilon, delta)
+        if centre is None:
+            centre = not budget.noise_off
         calibration = check_choice("calibration", calibration, ("exact", "zcdp"))
         mode = check_choice("mode", mode, MODES)
         rule = check_choice("rule", rule, RULES)
@@ -344,14 +383,20 @@ class EpisodicRidge(PrivateAgent):
         if lam is not None:
             lam = check_real("lam", lam, low=ridge)
         ucb_alpha = check_real("ucb_alpha", ucb_alpha, low=0.0)
-        if first_episode is None:
-            first_episode = default_first_episode(constants.n_arms, constants.dim, constants.structure)
-        self.schedule = EpisodeSchedule(constants.horizon, check_int("first_episode", first_episode, low=1),
-                                        check_int("growth", growth, low=1))
+        growth = check_int("growth", growth, low=1)
+        if episode_scale is not None:
+            episode_scale = check_real("episode_scale", episode_scale, low=0.0, allow_inf=True)
         self.epsilon, self.delta = budget.epsilon, budget.delta
         self.cal = EpisodicRidgeCalibration.build(constants, budget, calibration, gram_share, ridge, lam, mode,
                                                   ucb_alpha, reward_clip, bool(centre), rule, alpha, target_bound,
                                                   row_clip, bool(gram_pool))
+        if episode_scale is None:
+            episode_scale = self.cal.noise_scale()
+        if first_episode is None:
+            first_episode = (1 if episode_scale == 0.0 else
+                             default_first_episode(constants.n_arms, constants.dim, constants.structure))
+        self.schedule = EpisodeSchedule(constants.horizon, check_int("first_episode", first_episode, low=1), growth,
+                                        episode_scale)
         super().__init__(constants)
 
     def memory_estimate(self) -> int:

@@ -89,8 +89,8 @@ class EpisodicRidgeCalibration:
               target_bound: float | None = None, row_clip: float | None = None,
               gram_pool: bool = False) -> EpisodicRidgeCalibration:
         L = context_l2_bound(c)
-        if row_clip is None:
-            row_clip = default_row_clip(c)
+        if row_clip is None:  # the clip only lowers the noise: none with the noise off (docs §6.5)
+            row_clip = math.inf if budget.noise_off else default_row_clip(c)
         else:
             row_clip = check_real("row_clip", row_clip, low=0.0, low_inclusive=False, allow_inf=True)
         if row_clip >= L:
@@ -135,10 +135,25 @@ class EpisodicRidgeCalibration:
         """R = (hi - lo) / 2: the sub-Gaussian proxy of a clipped reward, and v_y = R^2 bounds its variance."""
         return (self.clip.high - self.clip.low) / 2.0
 
-    def combination(self) -> ReleaseCombination:
-        """The weighted mode's combination (``tau^2 = sigma_b^2 + sigma_G^2 S_r^2``, v_y = R^2; §6.2)."""
+    @property
+    def tau2(self) -> float:
+        """A release's noise variance per unit of signal direction, ``tau^2 = sigma_b^2 + sigma_G^2 S_r^2`` (§6.2;
+        S_r taken as 0 when unbounded); 0 with the noise off."""
         S_r = self.target_bound if math.isfinite(self.target_bound) else 0.0
-        return ReleaseCombination(self.n_models, self.dim, self.spread**2, self.sigma_b**2 + (self.sigma_G * S_r)**2)
+        return self.sigma_b**2 + (self.sigma_G * S_r) ** 2
+
+    def combination(self) -> ReleaseCombination:
+        """The weighted mode's combination (``tau^2``, v_y = R^2; §6.2)."""
+        return ReleaseCombination(self.n_models, self.dim, self.spread**2, self.tau2)
+
+    def noise_scale(self) -> float:
+        """n* of the public schedule (``docs/episodic-agents.md`` §6.5): the users an episode needs before its
+        release's noise variance is no larger than its sampling variance, ``M d tau^2 / (v_y L^2)`` (a user adds
+        about ``||x||^2 / (M d) <= L^2 / (M d)`` to a model's average Gram eigenvalue); 0 with the noise off. Mode
+        "forget" keeps no earlier release, so its schedule is the geometric one (inf)."""
+        if self.mode == "forget":
+            return math.inf
+        return self.n_models * self.dim * self.tau2 / (self.spread**2 * self.L**2)
 
     def regulariser(self, m: int) -> float:
         """``lam`` for an estimate from the sum of ``m`` releases."""

@@ -66,7 +66,9 @@ def test_privacy_report_and_noise_off():
     assert report.guarantee == "JDP" and report.delta == 1e-4
     assert report.epsilon == pytest.approx(1.0, abs=1e-6) and report.epsilon <= 1.0 + 1e-9
     assert "analytic Gaussian" in report.conversion
-    assert "parallel composition over 18 releases" in report.composition  # 9 episodes x (Gram, moment)
+    # the schedule of docs §6.5 (n* = 1495.38, test_default_schedule_from_the_noise_scale): 10 episodes, ending after
+    # 20, 60, 140, 300, 620, 1260, 2540, 5100, 9006 (5100 + ceil(sqrt(2 * 5100 * 1495.38)) = 5100 + 3906) and 10000
+    assert "parallel composition over 20 releases" in report.composition  # 10 episodes x (Gram, moment)
     assert report.rho == pytest.approx(1 / (2 * gaussian_sigma_analytic(1.0, 1e-4, 1.0) ** 2), rel=1e-6)
     assert dict(report.alternatives)["zcdp"] > 1.0  # exact calibration: CKS is looser
     zc = EpisodicRidge(c, epsilon=1.0, calibration="zcdp").privacy_report()
@@ -77,6 +79,29 @@ def test_privacy_report_and_noise_off():
     off = EpisodicRidge(c, epsilon=math.inf)
     assert off.cal.sigma_G == 0 and off.privacy_report().guarantee == "none"
     assert off.cal.regulariser(5) == 1.0
+
+
+def test_default_schedule_from_the_noise_scale():
+    """docs/episodic-agents.md §6.5: n* = M d tau^2 / (v_y L^2), tau^2 = sigma_b^2 + sigma_G^2 S_r^2, v_y = ((hi -
+    lo)/2)^2; 0 with the noise off (one-user episodes, uncentred, no row clip: greedy ridge), inf in mode "forget"."""
+    c = constants(d=20, T=10_000, reward=(-math.inf, math.inf))  # rewards clipped to [-1.4, 1.4], L = 1, S_r = 1
+    agent = EpisodicRidge(c, epsilon=1.0)
+    cal = agent.cal
+    n_star = 20 * (cal.sigma_b**2 + cal.sigma_G**2 * 1.0**2) / (1.4**2 * 1.0**2)
+    assert agent.schedule.scale == pytest.approx(n_star, rel=1e-12) and n_star == pytest.approx(1495.38, abs=0.01)
+    assert agent.schedule.first == 20 and agent.schedule.boundaries()[6:] == (2540, 5100, 9006, 10_000)
+    dis = EpisodicRidge(constants(K=3, d=4, T=10_000, structure="disjoint"), epsilon=4.0)  # M = 3 models
+    assert dis.schedule.scale == pytest.approx(3 * 4 * dis.cal.tau2 / dis.cal.spread**2, rel=1e-12)
+    assert dis.schedule.first == 12
+    off = EpisodicRidge(c, epsilon=math.inf)
+    assert off.schedule.scale == 0.0 and off.schedule.first == 1 and off.schedule.max_length == 1
+    assert off.cal.centre == 0.0 and off.cal.row_clip == math.inf
+    forget = EpisodicRidge(c, epsilon=1.0, mode="forget")
+    assert forget.schedule == EpisodeSchedule(10_000, 20, 2)  # the geometric schedule
+    assert EpisodicRidge(c, epsilon=1.0, episode_scale=math.inf).schedule == EpisodeSchedule(10_000, 20, 2)
+    assert EpisodicRidge(c, epsilon=math.inf, mode="forget").schedule == EpisodeSchedule(10_000, 20, 2)
+    with pytest.raises(ValueError, match="episode_scale"):
+        EpisodicRidge(c, epsilon=1.0, episode_scale=-1.0)
 
 
 # -- the released noise (sampler level) ------------------------------------------------------------------------------
@@ -135,7 +160,7 @@ def _ridge(X, y, lam):
 @pytest.mark.parametrize("mode", ["forget", "sum"])
 def test_noise_off_is_ridge_on_the_last_episode_or_on_all_episodes(mode):
     c = constants(K=3, d=3, T=30)
-    agent = EpisodicRidge(c, epsilon=math.inf, first_episode=2, mode=mode, ridge=0.5)
+    agent = EpisodicRidge(c, epsilon=math.inf, first_episode=2, mode=mode, ridge=0.5, episode_scale=math.inf)
     cur = agent._make_curator(np.random.default_rng(0))
     rng = np.random.default_rng(1)
     X, y = [], []
@@ -150,23 +175,31 @@ def test_noise_off_is_ridge_on_the_last_episode_or_on_all_episodes(mode):
     assert rel.episode == 3
     rows = slice(6, 14) if mode == "forget" else slice(0, 14)
     np.testing.assert_allclose(rel.theta[0], _ridge(X[rows], y[rows], 0.5), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(rel.gram[0], X[rows].T @ X[rows], atol=1e-12)
+    if mode == "forget":
+        np.testing.assert_allclose(rel.gram[0], X[rows].T @ X[rows], atol=1e-12)
+    else:  # noise off, every user kept: the Sherman-Morrison state, no statistic formed
+        assert rel.gram is None and rel.moment is None and rel.v_inv is None
     assert rel.n_summed == (1 if mode == "forget" else 3)
 
 
-def test_disjoint_user_enters_only_its_arms_statistics():
+@pytest.mark.parametrize("mode", ["forget", "weighted"])
+def test_disjoint_user_enters_only_its_arms_statistics(mode):
     c = constants(K=3, d=2, T=4, structure="disjoint")
-    cur = EpisodicRidge(c, epsilon=math.inf, first_episode=4)._make_curator(np.random.default_rng(0))
+    agent = EpisodicRidge(c, epsilon=math.inf, first_episode=4, mode=mode, centre=False)
+    cur = agent._make_curator(np.random.default_rng(0))
     x = [np.array([0.6, 0.8]), np.array([1.0, 0.0]), np.array([0.0, -1.0]), np.array([0.5, 0.5])]
     arms, ys = [2, 0, 2, 2], [1.0, -0.5, 0.25, 2.0]
     for xi, a, yi in zip(x, arms, ys):
         cur.observe(np.tile(xi, (3, 1)), a, yi)
     rel = cur.release()
-    np.testing.assert_allclose(rel.gram[1], 0.0)
-    np.testing.assert_allclose(rel.gram[0], np.outer(x[1], x[1]))
     G2 = sum(np.outer(x[i], x[i]) for i in (0, 2, 3))
     b2 = x[0] * 1.0 + x[2] * 0.25 + x[3] * 1.0  # the reward 2.0 is clipped to 1
-    np.testing.assert_allclose(rel.gram[2], G2)
+    if mode == "forget":
+        np.testing.assert_allclose(rel.gram[1], 0.0)
+        np.testing.assert_allclose(rel.gram[0], np.outer(x[1], x[1]))
+        np.testing.assert_allclose(rel.gram[2], G2)
+    np.testing.assert_allclose(rel.theta[1], 0.0)
+    np.testing.assert_allclose(rel.theta[0], x[1] * -0.5 / (1.0 + x[1] @ x[1]))  # (x x^T + I)^{-1} x y
     np.testing.assert_allclose(rel.theta[2], np.linalg.solve(G2 + np.eye(2), b2))
 
 

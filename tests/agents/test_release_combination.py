@@ -108,7 +108,7 @@ def test_regulariser_tail_bound_by_simulation():
 @pytest.mark.parametrize("centre", [False, True])
 def test_noise_off_weighted_release_is_ridge_on_every_user(centre):
     c = constants(K=3, d=3, T=40, structure="disjoint")
-    agent = EpisodicRidge(c, epsilon=math.inf, first_episode=3, ridge=0.5, centre=centre)
+    agent = EpisodicRidge(c, epsilon=math.inf, first_episode=3, ridge=0.5, centre=centre, episode_scale=math.inf)
     assert agent.cal.mode == "weighted"
     cur = agent._make_curator(np.random.default_rng(0))
     rng = np.random.default_rng(1)
@@ -133,13 +133,15 @@ def test_noise_off_weighted_release_is_ridge_on_every_user(centre):
     ("dpbandit/GLMBandit-v0", {"horizon": 300, "n_arms": 3, "dim": 5, "link": "logistic", "instance_seed": 3}),
 ])
 def test_noise_off_with_one_user_episodes_plays_as_greedy(env_id, kwargs):
-    """Noise off, equal episodes of one user, uncentred: every round's estimate is ridge on every user so far, so on
-    greedy's history the agent's release equals greedy's estimate and it plays greedy's arm wherever that arm is the
-    unique best (ties, e.g. at theta = 0, each agent breaks with its own draws)."""
+    """Noise off, the default schedule has episodes of one user (n* = 0; docs §6.5) and no centring or row clip:
+    every round's estimate is ridge on every user so far, so on greedy's history the agent's release equals greedy's
+    estimate and it plays greedy's arm wherever that arm is the unique best (ties, e.g. at theta = 0, each agent
+    breaks with its own draws). The explicit form (first_episode=1, growth=1, centre=False) is the same agent."""
     env = gymnasium.make(env_id, **kwargs)
-    for seed in (0, 1):
+    for seed, params in ((0, {}), (1, {"first_episode": 1, "growth": 1, "centre": False})):
         greedy = make_agent("greedy", env)
-        ours = make_agent("episodic_ridge", env, epsilon=math.inf, first_episode=1, growth=1, centre=False)
+        ours = make_agent("episodic_ridge", env, epsilon=math.inf, **params)
+        assert ours.schedule.max_length == 1
         obs, _ = env.reset(seed=seed)
         greedy.reset(seed), ours.reset(seed)
         unique = 0
