@@ -11,7 +11,10 @@ Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/
 * ``dense-shared-linear`` (SharedLinear-v0) and ``han-figure-5.1`` at epsilon = 1: no regression of the episodic
   agents (the previous defaults are run beside the new ones: ``episodic_ridge_v1`` = mode "forget", no centring,
   the old share, no row clip, no pooled Gram shape);
-* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge).
+* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge);
+* the public schedule of ``docs/episodic-agents.md`` §6.5 against the doubling schedule it replaced (labels
+  ``*_doubling``: ``episode_scale=inf``, and for the noise-off agents the previous noise-off defaults), paired by seed;
+  ``--epsilons 1,4`` runs the private agents at each listed epsilon instead of the scenario's one (labels ``@eps``).
 
 Every agent sees the same users and reward noise for a seed (common random numbers), so ratios are paired by seed.
 
@@ -33,6 +36,7 @@ import numpy as np
 
 import dpbandit  # noqa: F401  (registers the environments)
 from dpbandit.agents import make_agent
+from dpbandit.agents.episodic_ridge import default_row_clip
 from dpbandit.experiment.stats import ratio_interval
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "dpbandit" / "experiment" / "bench" / "scenarios"
@@ -41,14 +45,23 @@ EPSILON = {"sparse-logistic-ar-d100": 4.0, "sparse-logistic-ar-d400": 4.0, "digi
 INF = math.inf
 
 
-def agents(theta_bound: float) -> dict[str, tuple[str, dict]]:
+def agents(theta_bound: float, row_clip: float) -> dict[str, tuple[str, dict]]:
     """name -> (registry name, parameters without epsilon); ``None`` epsilon: non-private."""
     # the defaults before issue 28: forget, uncentred, share L S / (L S + 2 B), the declared context bound
     old = {"mode": "forget", "centre": False, "target_bound": theta_bound, "row_clip": INF, "gram_pool": False}
+    # the noise-off defaults before the noise-scaled schedule: doubling from K d users, centred, rows clipped
+    doubling_off = {"epsilon": INF, "episode_scale": INF, "first_episode": None, "centre": True, "row_clip": row_clip}
     return {
         "greedy": ("greedy", {}),
         "linucb": ("linucb", {}),
         "episodic_ridge": ("episodic_ridge", {}),
+        "episodic_ridge_doubling": ("episodic_ridge", {"episode_scale": INF}),
+        "episodic_ridge_noise_off_doubling": ("episodic_ridge", doubling_off),
+        "episodic_glm_doubling": ("episodic_glm", {"episode_scale": INF}),
+        "episodic_glm_noise_off": ("episodic_glm", {"epsilon": INF}),
+        "episodic_glm_noise_off_doubling": ("episodic_glm", {"epsilon": INF, "episode_scale": INF}),
+        "fliphat_noise_off": ("fliphat", {"epsilon": INF}),
+        "lasso": ("lasso", {}),
         "episodic_ridge_unpooled": ("episodic_ridge", {"gram_pool": False}),
         "episodic_ridge_thompson": ("episodic_ridge", {"rule": "thompson"}),
         "episodic_ridge_ucb": ("episodic_ridge", {"rule": "ucb"}),
@@ -62,17 +75,25 @@ def agents(theta_bound: float) -> dict[str, tuple[str, dict]]:
     }
 
 
-PRIVATE = {"episodic_ridge", "episodic_glm", "episodic_ridge_unpooled", "episodic_ridge_thompson", "episodic_ridge_ucb", "episodic_ridge_v1", "fliphat"}
+PRIVATE = {"episodic_ridge", "episodic_glm", "episodic_ridge_unpooled", "episodic_ridge_thompson", "episodic_ridge_ucb",
+           "episodic_ridge_v1", "fliphat", "episodic_ridge_doubling", "episodic_glm_doubling"}
+#: noise-off agent -> its in-run references (its non-private counterpart first), for paired ratios
+NOISE_OFF = {"episodic_ridge_noise_off": ("greedy", "episodic_ridge_noise_off_doubling"),
+             "episodic_ridge_noise_off_doubling": ("greedy",),
+             "episodic_ridge_noise_off_uncentred": ("greedy",), "episodic_ridge_v1_noise_off": ("greedy",),
+             "episodic_glm_noise_off": ("greedy", "episodic_glm_noise_off_doubling"),
+             "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso")}
 
 
-def run(env, name: str, params: dict, seed: int) -> tuple[float, float]:
-    """(final regret, seconds) of one seed; the loop of ``runner.simulate``."""
+def run(env, name: str, params: dict, seed: int, rounds: int | None = None) -> tuple[float, float]:
+    """(final regret, seconds) of one seed (over the horizon, or its first ``rounds``); the loop of
+    ``runner.simulate``."""
     agent = make_agent(name, env, **params)
     start = time.perf_counter()
     obs, _ = env.reset(seed=seed)
     agent.reset(seed)
     regret = 0.0
-    for _ in range(env.unwrapped.constants.horizon):
+    for _ in range(rounds or env.unwrapped.constants.horizon):
         arm = agent.act(obs)
         next_obs, reward, _, _, info = env.step(arm)
         agent.update(obs, arm, reward, info)
@@ -81,25 +102,34 @@ def run(env, name: str, params: dict, seed: int) -> tuple[float, float]:
     return regret, time.perf_counter() - start
 
 
-def scenario(name: str, horizon: int, seeds: int, only: set[str] | None) -> dict:
+def scenario(name: str, horizon: int, seeds: int, only: set[str] | None, epsilons: list[float] | None) -> dict:
     spec = tomllib.loads((SCENARIOS / f"{name}.toml").read_text())
     kwargs = {k: v for k, v in spec["env"].items() if k != "id"}
     env = gymnasium.make(spec["env"]["id"], horizon=horizon, **kwargs)
     c = env.unwrapped.constants
     eps = EPSILON[name]
-    regrets, seconds, refused = {}, {}, {}
-    for label, (agent, params) in agents(c.theta_bound).items():
+    regrets, seconds, cpu, refused = {}, {}, {}, {}
+    jobs = []
+    for label, (agent, params) in agents(c.theta_bound, default_row_clip(c)).items():
         if only and label not in only and label != "random":
             continue
-        params = dict(params)
-        if label in PRIVATE:
-            params.setdefault("epsilon", eps)
+        params = {k: v for k, v in params.items() if v is not None or k != "first_episode"}
+        if label in PRIVATE and epsilons:
+            jobs += [(f"{label}@{e:g}", agent, dict(params, epsilon=e)) for e in epsilons]
+        else:
+            if label in PRIVATE:
+                params.setdefault("epsilon", eps)
+            jobs.append((label, agent, params))
+    for label, agent, params in jobs:
         try:
             make_agent(agent, env, **params)
         except (ValueError, TypeError) as exc:
             refused[label] = str(exc)
             continue
+        run(env, agent, params, 0, rounds=50)  # compile the numba kernels (greedy's and the noise-off ridge's) first
+        start = time.process_time()
         out = [run(env, agent, params, s) for s in range(seeds)]
+        cpu[label] = (time.process_time() - start) / seeds
         regrets[label] = np.array([r for r, _ in out])
         seconds[label] = float(np.mean([t for _, t in out]))
     rnd = regrets["random"]
@@ -107,13 +137,17 @@ def scenario(name: str, horizon: int, seeds: int, only: set[str] | None) -> dict
     for label, r in regrets.items():
         iv = ratio_interval(r, rnd)
         rows[label] = {"ratio_to_random": round(iv.estimate, 4), "ci95": [round(iv.low, 4), round(iv.high, 4)],
-                       "mean_regret": round(float(r.mean()), 2), "seconds_per_seed": round(seconds[label], 2)}
-    for label, ref in (("episodic_ridge_noise_off", "greedy"), ("episodic_ridge_noise_off_uncentred", "greedy"),
-                       ("episodic_ridge_v1_noise_off", "greedy"), ("episodic_ridge", "episodic_ridge_v1"),
-                       ("episodic_ridge", "episodic_ridge_unpooled")):
+                       "mean_regret": round(float(r.mean()), 2), "seconds_per_seed": round(seconds[label], 2),
+                       "cpu_seconds_per_seed": round(cpu[label], 2)}
+    pairs = [(off, ref) for off, refs in NOISE_OFF.items() for ref in refs]
+    pairs += [("episodic_ridge", "episodic_ridge_v1"), ("episodic_ridge", "episodic_ridge_unpooled")]
+    pairs += [(f"{new}{at}", f"{new}_doubling{at}") for new in ("episodic_ridge", "episodic_glm")
+              for at in ([""] + [f"@{e:g}" for e in epsilons or []])]
+    for label, ref in pairs:
         if label in regrets and ref in regrets:
             iv = ratio_interval(regrets[label], regrets[ref])
             rows[label][f"ratio_to_{ref}"] = [round(iv.estimate, 4), round(iv.low, 4), round(iv.high, 4)]
+            rows[label][f"cpu_ratio_to_{ref}"] = round(cpu[label] / cpu[ref], 3)
     return {"env": spec["env"], "horizon": horizon, "epsilon": eps, "seeds": seeds, "delta": "1/T",
             "agents": rows, "refused": refused}
 
@@ -124,11 +158,13 @@ def main() -> None:
     parser.add_argument("--horizon", type=int, default=20_000)
     parser.add_argument("--scenarios", default=",".join(EPSILON))
     parser.add_argument("--agents", default="", help="comma-separated labels (random is always run)")
+    parser.add_argument("--epsilons", default="", help="comma-separated epsilons for the private agents")
     args = parser.parse_args()
     only = set(args.agents.split(",")) if args.agents else None
+    epsilons = [float(e) for e in args.epsilons.split(",")] if args.epsilons else None
     out = {"load": os.getloadavg(), "cpus": os.cpu_count(), "scenarios": {}}
     for name in args.scenarios.split(","):
-        out["scenarios"][name] = scenario(name, args.horizon, args.seeds, only)
+        out["scenarios"][name] = scenario(name, args.horizon, args.seeds, only, epsilons)
         print(json.dumps({name: out["scenarios"][name]}), flush=True)
     out["load_after"] = os.getloadavg()
     print(json.dumps(out, indent=1))

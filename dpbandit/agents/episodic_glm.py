@@ -47,6 +47,7 @@ from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCu
 from dpbandit.agents.episodic_ridge import clip_rows, default_row_clip, ridge_scores, theta_l2_bound
 from dpbandit.agents.private import PrivateAgent, RewardClip, context_l2_bound, read_only, reward_clip_range
 from dpbandit.agents.release_combination import ReleaseCombination, noise_regulariser
+from dpbandit.agents.ridge import RidgeState
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.noise import SymmetricGaussianNoise
@@ -94,6 +95,18 @@ class EpisodicGLMCalibration:
     def a_max(self) -> float:
         return GLM_LINKS[self.link][2]
 
+    @property
+    def tau2(self) -> float:
+        """A release's noise variance per unit of signal direction in the Newton scaling (v_y = 1),
+        ``sigma_g(S)^2 + sigma_H^2 S^2`` (S taken as 0 when unbounded); 0 with the noise off."""
+        S = self.S if math.isfinite(self.S) else 0.0
+        return float(self.sigma_g(np.array([S]))[0]) ** 2 + (self.sigma_H * S) ** 2
+
+    def noise_scale(self) -> float:
+        """n* of the public schedule (``docs/episodic-agents.md`` §6.5, §7): ``M d tau^2 / (a_max L^2)`` (a user adds
+        at most ``a_max L^2 / (M d)`` to a model's average Hessian eigenvalue, and v_y = 1); 0 with the noise off."""
+        return self.n_models * self.dim * self.tau2 / (self.a_max * self.L**2)
+
     def sigma_g(self, theta_norm: np.ndarray) -> np.ndarray:
         """Per-model sd of the gradient noise, ``2 L mu(L ||theta||) / (sqrt(1 - w) mu)`` ((M,)); 0 noise off."""
         if self.calibration == "none":
@@ -105,12 +118,13 @@ class EpisodicGLMCalibration:
 @dataclass(frozen=True)
 class EpisodicGLMRelease:
     """One publication (read-only arrays): ``theta`` (M, d) the estimate; ``hessian`` (M, d, d) and ``gradient``
-    (M, d) the last episode's noisy statistics; ``episode``: releases so far; ``shared``; ``row_clip`` the public
+    (M, d) the last episode's noisy statistics (None with the noise off, where the estimate is kept by
+    Sherman-Morrison); ``episode``: releases so far; ``shared``; ``row_clip`` the public
     l2 radius of the rows (inf: none)."""
 
     theta: np.ndarray
-    hessian: np.ndarray
-    gradient: np.ndarray
+    hessian: np.ndarray | None
+    gradient: np.ndarray | None
     episode: int
     shared: bool
     row_clip: float = math.inf
@@ -124,10 +138,12 @@ class EpisodicGLMCurator(EpisodicCurator):
         self.cal, self.rng = cal, rng
         M, d = cal.n_models, cal.dim
         self._H_noise = SymmetricGaussianNoise(cal.sigma_H) if cal.sigma_H > 0 else None
-        sigma_g_max = float(cal.sigma_g(np.array([cal.S if math.isfinite(cal.S) else 0.0]))[0])
-        S = cal.S if math.isfinite(cal.S) else 0.0
-        self._combination = ReleaseCombination(M, d, 1.0, sigma_g_max**2 + (cal.sigma_H * S) ** 2)
+        self._combination = ReleaseCombination(M, d, 1.0, cal.tau2)
         self._sums = EpisodeSums(M, d, gram=True)
+        # noise off: every weight is 1, so the estimate's V and right-hand side gain one rank-one term a user,
+        # (sqrt(a) x)(sqrt(a) x)^T and x (a z - (mu - y)): kept by Sherman-Morrison (O(d^2) a user; §7)
+        self._ridge = (RidgeState(n_arms, d, "disjoint" if M > 1 else "shared", cal.a_max * cal.ridge)
+                       if self._H_noise is None else None)
         self._theta = np.zeros((M, d))  # the current release's theta (public), at which the episode is expanded
         super().__init__(schedule, cal.budget, n_arms, d, cal.context_norm, cal.context_bound, cal.clip,
                          chunk=CHUNK_ROWS)
@@ -148,12 +164,18 @@ class EpisodicGLMCurator(EpisodicCurator):
         # float so that (mu - y)/sqrt(a) stays finite (a NaN sum would not be hidden by any noise); a <= a_max holds
         a = np.maximum(slope(z), np.finfo(float).tiny)
         root = np.sqrt(a)
+        if self._ridge is not None:  # noise off: straight into the Newton system (constructor)
+            for x, m, weight in zip(X * root[:, None], models, (a * z - mean(z) + rewards) / root):
+                self._ridge.update(x, weight, int(m))
+            return
         # sum (sqrt(a) x)(sqrt(a) x)^T = sum a x x^T and sum ((mu - y)/sqrt(a)) (sqrt(a) x) = sum (mu - y) x
         self._sums.absorb(X * root[:, None], arms if cal.n_models > 1 else None, (mean(z) - rewards) / root)
 
     def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> EpisodicGLMRelease:
         cal, M, d = self.cal, self.cal.n_models, self.cal.dim
         self._absorb(X, arms, rewards)
+        if self._ridge is not None:
+            return self._newton_release()
         H, g, _ = self._sums.take()
         if self._H_noise is not None:  # noise for every model, whatever the data
             H += self._H_noise.sample(self.rng, (M, d, d))
@@ -163,13 +185,27 @@ class EpisodicGLMCurator(EpisodicCurator):
         floor = cal.a_max * cal.ridge
         lam = noise_regulariser(floor, cal.sigma_H, w_norm, d)
         evals, evecs = np.linalg.eigh(H_w + lam[:, None, None] * np.eye(d))
-        theta = np.einsum("mij,mj,mkj,mk->mi", evecs, 1.0 / np.maximum(evals, floor), evecs, b_w)
-        if math.isfinite(cal.S):  # projection on the l2 ball of radius S (post-processing)
-            norms = np.linalg.norm(theta, axis=1)
-            theta *= np.minimum(1.0, cal.S / np.maximum(norms, 1e-300))[:, None]
-        self._theta = theta.copy()
+        theta = self._projected(np.einsum("mij,mj,mkj,mk->mi", evecs, 1.0 / np.maximum(evals, floor), evecs, b_w))
         return EpisodicGLMRelease(*read_only(theta, H, g), episode=self.n_releases + 1, shared=M == 1,
                                   row_clip=cal.row_clip)
+
+    def _projected(self, theta: np.ndarray) -> np.ndarray:
+        """theta (M, d) projected on ``||theta||_2 <= S`` when S is stated (post-processing); kept as the point the
+        next episode is expanded at."""
+        if math.isfinite(self.cal.S):
+            norms = np.linalg.norm(theta, axis=1)
+            theta *= np.minimum(1.0, self.cal.S / np.maximum(norms, 1e-300))[:, None]
+        self._theta = theta.copy()
+        return theta
+
+    def _newton_release(self) -> EpisodicGLMRelease:
+        """Noise off: the weighted Newton estimate of every user so far from the Sherman-Morrison state (what the
+        general path computes with equal weights, without the O(M d^3) decomposition); no statistic is formed
+        (``hessian``, ``gradient`` None)."""
+        M, d = self.cal.n_models, self.cal.dim
+        theta, = read_only(self._projected(self._ridge.theta.reshape(M, d).copy()))
+        return EpisodicGLMRelease(theta, None, None, episode=self.n_releases + 1, shared=M == 1,
+                                  row_clip=self.cal.row_clip)
 
     def _record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
         cal = self.cal
@@ -220,12 +256,17 @@ class EpisodicGLM(PrivateAgent):
         ``"exact"`` (analytic Gaussian, default) or ``"zcdp"``.
     gram_share:
         Share w in (0, 1) of mu^2 on the Hessian (default 1/2).
-    first_episode, growth:
-        The public schedule: episode ell has ``first_episode * growth**ell`` users (default K d or d, and 2).
+    first_episode, growth, episode_scale:
+        The public schedule (:class:`~dpbandit.agents.episodic.EpisodeSchedule`, ``docs/episodic-agents.md`` §6.5):
+        an episode after s users has ``max(first, min(first + (growth - 1) s, ceil(sqrt(2 s n*))))`` users, n* =
+        ``episode_scale``. Defaults: n* = ``M d tau^2 / (a_max L^2)`` from the noise scales (0 with the noise off),
+        first = K d (disjoint) or d (shared), or 1 when n* = 0 (a Newton step after every user), growth 2; n* = inf
+        gives the geometric schedule.
     ridge:
         > 0: the regulariser's base is ``a_max ridge`` (default 1), also the eigenvalue floor.
     row_clip:
-        l2 radius rows are clipped to (default as the episodic ridge's, :func:`default_row_clip`).
+        l2 radius rows are clipped to (default as the episodic ridge's, :func:`default_row_clip`; none with the
+        noise off).
     """
 
     name = "episodic_glm"
@@ -233,7 +274,7 @@ class EpisodicGLM(PrivateAgent):
     def __init__(self, constants: BanditConstants, epsilon: float = 1.0, delta: float | None = None,
                  link: str = "logistic", calibration: str = "exact", gram_share: float = 0.5,
                  first_episode: int | None = None, growth: int = 2, ridge: float = 1.0,
-                 row_clip: float | None = None):
+                 row_clip: float | None = None, episode_scale: float | None = None):
         budget = EpisodicBudget.build(constants, epsilon, delta)
         link = check_choice("link", link, tuple(GLM_LINKS))
         calibration = check_choice("calibration", calibration, ("exact", "zcdp"))
@@ -243,14 +284,15 @@ class EpisodicGLM(PrivateAgent):
         if not (0.0 <= clip.low and clip.high <= 1.0):
             raise ValueError(f"episodic_glm fits a {link} model to rewards in [0, 1]; the environment's rewards are "
                              f"clipped to [{clip.low:.6g}, {clip.high:.6g}] ({clip.rule}): use episodic_ridge")
-        if first_episode is None:
-            first_episode = default_first_episode(constants.n_arms, constants.dim, constants.structure)
-        self.schedule = EpisodeSchedule(constants.horizon, check_int("first_episode", first_episode, low=1),
-                                        check_int("growth", growth, low=1))
+        growth = check_int("growth", growth, low=1)
+        if episode_scale is not None:
+            episode_scale = check_real("episode_scale", episode_scale, low=0.0, allow_inf=True)
         self.epsilon, self.delta = budget.epsilon, budget.delta
         L = context_l2_bound(constants)
-        clip_radius = default_row_clip(constants) if row_clip is None else check_real(
-            "row_clip", row_clip, low=0.0, low_inclusive=False, allow_inf=True)
+        if row_clip is None:  # the clip only lowers the noise: none with the noise off
+            clip_radius = math.inf if budget.noise_off else default_row_clip(constants)
+        else:
+            clip_radius = check_real("row_clip", row_clip, low=0.0, low_inclusive=False, allow_inf=True)
         if clip_radius >= L:
             clip_radius = math.inf
         L = min(L, clip_radius)
@@ -266,6 +308,13 @@ class EpisodicGLM(PrivateAgent):
             row_clip=clip_radius, clip=clip, context_norm=constants.context_norm,
             context_bound=constants.context_bound, gram_share=w, mu=mu, sigma_H=sigma_H, ridge=ridge,
             S=theta_l2_bound(constants))
+        if episode_scale is None:
+            episode_scale = self.cal.noise_scale()
+        if first_episode is None:
+            first_episode = (1 if episode_scale == 0.0 else
+                             default_first_episode(constants.n_arms, constants.dim, constants.structure))
+        self.schedule = EpisodeSchedule(constants.horizon, check_int("first_episode", first_episode, low=1), growth,
+                                        episode_scale)
         super().__init__(constants)
 
     def memory_estimate(self) -> int:
@@ -282,5 +331,5 @@ class EpisodicGLM(PrivateAgent):
         X = np.asarray(observation, dtype=float)
         if math.isfinite(release.row_clip):
             X = clip_rows(X, release.row_clip)
-        scores = ridge_scores(release.theta, release.hessian, 0.0, release.shared, X)
+        scores = ridge_scores(release.theta, None, 0.0, release.shared, X)
         return argmax_random_tie(scores, rng)

@@ -94,7 +94,7 @@ def test_noise_off_newton_steps_match_an_independent_computation():
     g_1 = sum (1/2 - y) x; release 2 solves (H_1 + H_2 + lam I) theta = H_1 theta_0 - g_1 + H_2 theta_1 - g_2 with H_2,
     g_2 at theta_1 (lam = ridge / 4)."""
     d, ridge = 3, 2.0
-    agent = EpisodicGLM(constants(d=d, T=30), epsilon=math.inf, first_episode=10, ridge=ridge)
+    agent = EpisodicGLM(constants(d=d, T=30), epsilon=math.inf, first_episode=10, ridge=ridge, episode_scale=math.inf)
     cur = agent._make_curator(np.random.default_rng(0))
     users = _users(30, 2, d, np.random.default_rng(3), np.array([[1.5, -1.0, 0.5]] * 2))
     X = np.array([u[0][0] for u in users])
@@ -114,6 +114,32 @@ def test_noise_off_newton_steps_match_an_independent_computation():
     g2 = X[10:30].T @ (p - y[10:30])
     theta2 = np.linalg.solve(H1 + H2 + lam * np.eye(d), -g1 + H2 @ theta1 - g2)
     np.testing.assert_allclose(cur.release().theta[0], theta2, rtol=1e-9)
+
+
+@pytest.mark.parametrize("structure", ["shared", "disjoint"])
+def test_noise_off_default_is_a_newton_step_after_every_user(structure):
+    """Noise off, the default schedule (n* = 0, docs §6.5): one-user episodes, and after user t the estimate solves
+    (sum_i a_i x_i x_i^T + lam I) theta_t = sum_i x_i (a_i z_i - (mu(z_i) - y_i)) over that model's users, a_i, z_i
+    taken at the estimate user i saw, then projected on ||theta|| <= S; recomputed here by dense solves."""
+    d, K, S = 3, 2, 0.8
+    agent = EpisodicGLM(constants(K=K, d=d, T=40, structure=structure, theta_bound=S), epsilon=math.inf)
+    assert agent.schedule.max_length == 1 and agent.cal.row_clip == math.inf
+    cur = agent._make_curator(np.random.default_rng(0))
+    users = _users(40, K, d, np.random.default_rng(5), np.array([[1.5, -1.0, 0.5], [-1.0, 0.5, 1.0]]))
+    M = K if structure == "disjoint" else 1
+    A, b, theta = np.tile(np.eye(d) / 4, (M, 1, 1)), np.zeros((M, d)), np.zeros((M, d))
+    for obs, arm, y in users:
+        m = arm if M > 1 else 0
+        x = obs[arm]
+        z = x @ theta[m]
+        a = expit(z) * expit(-z)
+        A[m] += a * np.outer(x, x)
+        b[m] += x * (a * z - (expit(z) - y))
+        cur.observe(obs, arm, y)
+        new = np.linalg.solve(A[m], b[m])
+        theta[m] = new * min(1.0, S / np.linalg.norm(new))
+        np.testing.assert_allclose(cur.release().theta, theta, rtol=1e-9, atol=1e-12)
+    assert cur.n_releases == 40 and cur.release().hessian is None
 
 
 def test_learns_on_logistic_rewards_noise_off_and_private():
