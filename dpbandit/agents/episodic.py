@@ -1,9 +1,12 @@
-"""Episodic private agents: doubling episodes with forgetting (``spec/episodic-private-agents.md``; user guide
-``docs/episodic-agents.md``).
+"""Episodic private agents: public episodes, each user in one release (``spec/episodic-private-agents.md``; user
+guide ``docs/episodic-agents.md``).
 
 **Schedule** (:class:`EpisodeSchedule`, public and data-independent): users t = 0, 1, ..., T-1 are split into
 episodes ell = 0, 1, ... of ``first * r**ell`` users (growth r, an integer >= 1, default 2: doubling; the last one
 truncated at the horizon T); with r = 2 episode ell holds users ``first (2**ell - 1) <= t < first (2**(ell+1) - 1)``.
+A noise scale n* caps an episode that starts after s users at ``ceil(sqrt(2 s n*))`` users (never below ``first``):
+the agents that combine their releases derive n* from their public noise scales (``docs/episodic-agents.md`` §6.5),
+so the episodes shorten as the noise falls, down to a release after every user with the noise off.
 
 **Curator** (:class:`EpisodicCurator`, the data-touching half of a :class:`~dpbandit.agents.private.PrivateAgent`):
 buffers the current episode's served users — the played feature row ``x = observation[arm]`` (d,) (for the disjoint
