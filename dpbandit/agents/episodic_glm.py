@@ -257,7 +257,7 @@ class EpisodicGLM(PrivateAgent):
     gram_share:
         Share w in (0, 1) of mu^2 on the Hessian (default 1/2).
     first_episode, growth, episode_scale:
-        The public schedule (:class:`~dpbandit.agents.episodic.EpisodeSchedule`, ``docs/episodic-agents.md`` §6.5):
+        The public schedule (:class:`~dpbandit.agents.episode_schedule.EpisodeSchedule`, ``docs/episodic-agents.md`` §6.5):
         an episode after s users has ``max(first, min(first + (growth - 1) s, ceil(sqrt(2 s n*))))`` users, n* =
         ``episode_scale``. Defaults: n* = ``M d tau^2 / (a_max L^2)`` from the noise scales (0 with the noise off),
         first = K d (disjoint) or d (shared), or 1 when n* = 0 (a Newton step after every user), growth 2; n* = inf

@@ -64,13 +64,14 @@ uniformly). ``rule="ucb"`` / ``"thompson"``: the optimistic and Thompson rules o
 default) combines every release with the public weights of :mod:`~dpbandit.agents.release_combination` (noise off:
 ridge on every user so far, as greedy); ``centre=True`` (default) subtracts the clip's midpoint c from every reward,
 so ``B = (hi - lo)/2`` in the moment's sensitivity; the default share caps S at ``2 B / L`` (``target_bound``), i.e.
-w <= 1/2; ``growth`` is the episodes' public growth factor.
+w <= 1/2; the schedule's episodes shorten as the noise falls (``episode_scale``, §6.5); noise off the agent is
+greedy ridge (a release after every user, no centring or row clip).
 
 **Cost.** Per round O(d): the played row is copied into a buffer of
 :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users, whose Gram matrix and moments are added to the episode's sums
 when it is full (BLAS level 3: O(d^2) amortised flops a user; memory O(M d^2 + chunk d), whatever the episode's
-length; :mod:`~dpbandit.agents.episode_sums`); per episode one d x d eigendecomposition per model; O(d) Python work
-per round. The action costs O(K d) (greedy) or O(K d^2)
+length; :mod:`~dpbandit.agents.episode_sums`); per episode one d x d eigendecomposition per model (episodes of >= M d
+users: O(d^2) a user); O(d) Python work per round. Noise off, modes "weighted"/"sum": Sherman-Morrison, O(d^2) a user. The action costs O(K d) (greedy) or O(K d^2)
 (UCB width).
 """
 
@@ -105,10 +106,9 @@ class EpisodicRidgeRelease:
     """One publication (read-only arrays). M = 1 (shared) or K (disjoint).
 
     ``gram`` (M, d, d) and ``moment`` (M, d): the noisy statistics the estimate uses (the last release, the sum of
-    ``n_summed`` releases in mode "sum", or their weighted sum in mode "weighted"); ``theta`` (M, d); ``v_inv``
-    (M, d, d): ``V^{-1}`` (for the UCB width); ``ucb_alpha``; ``episode``: releases so far. With the noise off in
-    modes "weighted" and "sum" and the greedy rule the estimate is ridge on every user so far, kept by
-    Sherman-Morrison: ``gram`` and ``moment`` are None, and ``v_inv`` too unless ``ucb_alpha > 0``. The action ``rule``
+    ``n_summed`` releases in mode "sum", or their weighted sum in mode "weighted"; None when kept by Sherman-Morrison
+    with the noise off); ``theta`` (M, d); ``v_inv`` (M, d, d): ``V^{-1}`` (for the UCB width; None then unless
+    ``ucb_alpha > 0``); ``ucb_alpha``; ``episode``: releases so far. The action ``rule``
     ("greedy", "ucb", "thompson") and its public arrays: ``beta`` (M,) the UCB radius; ``basis`` (M, d, d) and
     ``scale`` (M, d) the Thompson draw's eigenvectors of V and sds (:mod:`~dpbandit.agents.release_rules`).
     """
@@ -306,16 +306,11 @@ class EpisodicRidge(PrivateAgent):
     gram_share:
         Share w in (0, 1) of the budget (mu^2) spent on the Gram matrix; default ``L S / (L S + 2 B)``, or 1/2
         when ``theta_bound`` is infinite (stated in the privacy report's note).
-    first_episode:
-        Users in episode 0 and the shortest episode (int >= 1); default d (shared) or K d (disjoint), and 1 when
-        the schedule's n* is 0 (the noise off in modes "weighted" and "sum": a release after every user; §6.5).
-    growth:
-        Episode growth factor r (int >= 1): at most ``first_episode * r**ell`` users in episode ell; default 2.
-    episode_scale:
-        n* >= 0 of the public schedule (:class:`~dpbandit.agents.episodic.EpisodeSchedule`): an episode after s users
-        has ``max(first, min(first + (r - 1) s, ceil(sqrt(2 s n*))))`` users. Default (None): ``M d tau^2 /
-        (v_y L^2)`` from the noise scales (§6.5; 0 with the noise off), inf in mode "forget"; inf gives the
-        geometric schedule.
+    first_episode, growth, episode_scale:
+        The public schedule (:class:`~dpbandit.agents.episode_schedule.EpisodeSchedule`, §6.5): an episode after s
+        users has ``max(first, min(first + (r - 1) s, ceil(sqrt(2 s n*))))`` users. Defaults: n* = ``M d tau^2 /
+        (v_y L^2)`` (0 noise off; inf, the geometric schedule, in mode "forget"), r = 2, first = d (shared) or K d
+        (disjoint), 1 when n* = 0 (a release after every user).
     mode:
         ``"weighted"`` (default: every release with the public weights of ``docs/episodic-agents.md`` §6.2; noise off
         it is ridge regression on every user so far), ``"forget"`` (the last release only) or ``"sum"`` (the plain
