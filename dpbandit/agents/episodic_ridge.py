@@ -310,7 +310,8 @@ class EpisodicRidge(PrivateAgent):
         The public schedule (:class:`~dpbandit.agents.episode_schedule.EpisodeSchedule`, §6.5): an episode after s
         users has ``max(first, min(first + (r - 1) s, ceil(sqrt(2 s n*))))`` users. Defaults: n* = ``M d tau^2 /
         (v_y L^2)`` (0 noise off; inf, the geometric schedule, in mode "forget"), r = 2, first = d (shared) or K d
-        (disjoint), 1 when n* = 0 (a release after every user).
+        (disjoint), 1 when n* = 0 with the greedy rule and no fixed ``lam`` (a release after every user, by
+        Sherman-Morrison).
     mode:
         ``"weighted"`` (default: every release with the public weights of ``docs/episodic-agents.md`` §6.2; noise off
         it is ridge regression on every user so far), ``"forget"`` (the last release only) or ``"sum"`` (the plain
@@ -387,8 +388,8 @@ class EpisodicRidge(PrivateAgent):
                                                   row_clip, bool(gram_pool))
         if episode_scale is None:
             episode_scale = self.cal.noise_scale()
-        if first_episode is None:
-            first_episode = (1 if episode_scale == 0.0 else
+        if first_episode is None:  # one-user episodes where a release costs O(d^2): Sherman-Morrison (§6.5)
+            first_episode = (1 if episode_scale == 0.0 and rule == "greedy" and lam is None else
                              default_first_episode(constants.n_arms, constants.dim, constants.structure))
         self.schedule = EpisodeSchedule(constants.horizon, check_int("first_episode", first_episode, low=1), growth,
                                         episode_scale)

@@ -100,6 +100,8 @@ def test_default_schedule_from_the_noise_scale():
     assert forget.schedule == EpisodeSchedule(10_000, 20, 2)  # the geometric schedule
     assert EpisodicRidge(c, epsilon=1.0, episode_scale=math.inf).schedule == EpisodeSchedule(10_000, 20, 2)
     assert EpisodicRidge(c, epsilon=math.inf, mode="forget").schedule == EpisodeSchedule(10_000, 20, 2)
+    # noise off with the Thompson rule: no Sherman-Morrison form, so no one-user episodes (O(d^3) a release)
+    assert EpisodicRidge(c, epsilon=math.inf, rule="thompson").schedule == EpisodeSchedule(10_000, 20, 2, 0.0)
     with pytest.raises(ValueError, match="episode_scale"):
         EpisodicRidge(c, epsilon=1.0, episode_scale=-1.0)
 
