@@ -16,7 +16,7 @@ from dpbandit.envs.constants import BanditConstants
 from dpbandit.validation import check_real
 
 __all__ = ["EpisodicRidgeCalibration", "MODES", "ROW_CLIP_FACTOR", "UNBOUNDED_GRAM_SHARE", "clip_rows",
-           "default_row_clip", "theta_l2_bound"]
+           "default_row_clip", "residual_variance", "theta_l2_bound"]
 
 #: Estimate from every release with optimal public weights (default), the last release only, or the plain sum.
 MODES: tuple[str, ...] = ("weighted", "forget", "sum")
@@ -44,6 +44,15 @@ def clip_rows(X: np.ndarray, radius: float) -> np.ndarray:
     """Rows of X (..., d) scaled to l2 norm <= radius (a new array; rows inside are unchanged)."""
     norms = np.sqrt(np.einsum("...i,...i->...", X, X))
     return X * np.minimum(1.0, radius / np.maximum(norms, 1e-300))[..., None]
+
+
+def residual_variance(c: BanditConstants) -> float:
+    """The public variance of a reward around its linear mean, where the environment states it: ``noise_std^2`` for
+    a linear model with Gaussian noise (identity link, unbounded rewards, noise_std > 0); nan otherwise (then the
+    clip's Popoviciu bound ``((hi - lo) / 2)^2`` applies: 1/4 for rewards in [0, 1])."""
+    if c.link == "identity" and c.noise_std > 0 and math.isinf(c.reward_low) and math.isinf(c.reward_high):
+        return float(c.noise_std) ** 2
+    return math.nan
 
 
 def theta_l2_bound(c: BanditConstants) -> float:
@@ -81,6 +90,7 @@ class EpisodicRidgeCalibration:
     alpha: float = 0.05  # failure probability of the UCB width
     row_clip: float = math.inf  # l2 radius rows are clipped to (inf: none); L = min(declared bound, row_clip)
     gram_pool: bool = False  # disjoint: the arms' Gram matrices share one pooled shape (§6.7)
+    residual_var: float = math.nan  # public variance of y - x^T theta the schedule uses (§6.5); nan: spread^2
 
     @classmethod
     def build(cls, c: BanditConstants, budget: EpisodicBudget, calibration: str, gram_share: float | None,
@@ -128,7 +138,8 @@ class EpisodicRidgeCalibration:
                    dim=c.dim, L=L, B=B, clip=clip, context_norm=c.context_norm, context_bound=c.context_bound,
                    gram_share=w, gram_share_rule=rule_w, sigma_G=sigma_G, sigma_b=sigma_b, ridge=ridge, lam=lam,
                    mode=mode, ucb_alpha=ucb_alpha, centre=shift, target_bound=S_r, theta_l2=S2, rule=rule, alpha=alpha,
-                   row_clip=row_clip, gram_pool=gram_pool and c.structure == "disjoint" and not budget.noise_off)
+                   row_clip=row_clip, gram_pool=gram_pool and c.structure == "disjoint" and not budget.noise_off,
+                   residual_var=residual_variance(c))
 
     @property
     def spread(self) -> float:
@@ -149,11 +160,15 @@ class EpisodicRidgeCalibration:
     def noise_scale(self) -> float:
         """n* of the public schedule (``docs/episodic-agents.md`` §6.5): the users an episode needs before its
         release's noise variance is no larger than its sampling variance, ``M d tau^2 / (v_y L^2)`` (a user adds
-        about ``||x||^2 / (M d) <= L^2 / (M d)`` to a model's average Gram eigenvalue); 0 with the noise off. Mode
-        "forget" keeps no earlier release, so its schedule is the geometric one (inf)."""
+        about ``||x||^2 / (M d) <= L^2 / (M d)`` to a model's average Gram eigenvalue; v_y the public residual
+        variance, :func:`residual_variance`, else the clip's bound ``spread^2``); 0 with the noise off. Mode "forget"
+        keeps no earlier release, so its schedule is the geometric one (inf)."""
         if self.mode == "forget":
             return math.inf
-        return self.n_models * self.dim * self.tau2 / (self.spread**2 * self.L**2)
+        if self.tau2 == 0.0:
+            return 0.0
+        v_y = self.residual_var if math.isfinite(self.residual_var) else self.spread**2
+        return self.n_models * self.dim * self.tau2 / (v_y * self.L**2)
 
     def regulariser(self, m: int) -> float:
         """``lam`` for an estimate from the sum of ``m`` releases."""

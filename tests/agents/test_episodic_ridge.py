@@ -66,9 +66,8 @@ def test_privacy_report_and_noise_off():
     assert report.guarantee == "JDP" and report.delta == 1e-4
     assert report.epsilon == pytest.approx(1.0, abs=1e-6) and report.epsilon <= 1.0 + 1e-9
     assert "analytic Gaussian" in report.conversion
-    # the schedule of docs §6.5 (n* = 1495.38, test_default_schedule_from_the_noise_scale): 10 episodes, ending after
-    # 20, 60, 140, 300, 620, 1260, 2540, 5100, 9006 (5100 + ceil(sqrt(2 * 5100 * 1495.38)) = 5100 + 3906) and 10000
-    assert "parallel composition over 20 releases" in report.composition  # 10 episodes x (Gram, moment)
+    # Gaussian rewards of sd 0.1: n* = 293094 (docs §6.5, test_default_schedule_from_the_noise_scale), doubling
+    assert "parallel composition over 18 releases" in report.composition  # 9 episodes x (Gram, moment)
     assert report.rho == pytest.approx(1 / (2 * gaussian_sigma_analytic(1.0, 1e-4, 1.0) ** 2), rel=1e-6)
     assert dict(report.alternatives)["zcdp"] > 1.0  # exact calibration: CKS is looser
     zc = EpisodicRidge(c, epsilon=1.0, calibration="zcdp").privacy_report()
@@ -82,14 +81,21 @@ def test_privacy_report_and_noise_off():
 
 
 def test_default_schedule_from_the_noise_scale():
-    """docs/episodic-agents.md §6.5: n* = M d tau^2 / (v_y L^2), tau^2 = sigma_b^2 + sigma_G^2 S_r^2, v_y = ((hi -
-    lo)/2)^2; 0 with the noise off (one-user episodes, uncentred, no row clip: greedy ridge), inf in mode "forget"."""
-    c = constants(d=20, T=10_000, reward=(-math.inf, math.inf))  # rewards clipped to [-1.4, 1.4], L = 1, S_r = 1
-    agent = EpisodicRidge(c, epsilon=1.0)
+    """docs/episodic-agents.md §6.5: n* = M d tau^2 / (v_y L^2), tau^2 = sigma_b^2 + sigma_G^2 S_r^2, v_y the public
+    residual variance (noise_std^2 for a linear model with Gaussian noise) or the clip's ((hi - lo)/2)^2; 0 with the
+    noise off (one-user episodes, uncentred, no row clip: greedy ridge), inf in mode "forget"."""
+    bounded = constants(d=20, T=10_000, reward=(-1.4, 1.4))  # rewards in [-1.4, 1.4]: v_y = 1.4^2, L = 1, S_r = 1
+    agent = EpisodicRidge(bounded, epsilon=1.0)
     cal = agent.cal
     n_star = 20 * (cal.sigma_b**2 + cal.sigma_G**2 * 1.0**2) / (1.4**2 * 1.0**2)
     assert agent.schedule.scale == pytest.approx(n_star, rel=1e-12) and n_star == pytest.approx(1495.38, abs=0.01)
+    # 5100 + ceil(sqrt(2 * 5100 * 1495.38)) = 5100 + 3906
     assert agent.schedule.first == 20 and agent.schedule.boundaries()[6:] == (2540, 5100, 9006, 10_000)
+    c = constants(d=20, T=10_000, reward=(-math.inf, math.inf))  # the same clip, Gaussian noise of sd 0.1: v_y = 0.01
+    gaussian = EpisodicRidge(c, epsilon=1.0)
+    assert gaussian.cal.sigma_G == cal.sigma_G and gaussian.cal.sigma_b == cal.sigma_b
+    assert gaussian.schedule.scale == pytest.approx(n_star * 1.96 / 0.01, rel=1e-12)
+    assert gaussian.schedule.boundaries() == EpisodeSchedule(10_000, 20, 2).boundaries()  # n* > T: doubling
     dis = EpisodicRidge(constants(K=3, d=4, T=10_000, structure="disjoint"), epsilon=4.0)  # M = 3 models
     assert dis.schedule.scale == pytest.approx(3 * 4 * dis.cal.tau2 / dis.cal.spread**2, rel=1e-12)
     assert dis.schedule.first == 12
