@@ -112,6 +112,19 @@ def test_default_schedule_from_the_noise_scale():
         EpisodicRidge(c, epsilon=1.0, episode_scale=-1.0)
 
 
+@pytest.mark.parametrize("structure", ["shared", "disjoint"])
+def test_the_schedule_does_not_change_the_guarantee(structure):
+    """The schedule is public (n* from public noise scales), releases compose in parallel: the same per-release
+    noise and the same reported (epsilon, rho) with many more releases than the doubling schedule's."""
+    c = constants(K=3, d=4, T=20_000, structure=structure, reward=(0.0, 1.0))
+    new, doubling = EpisodicRidge(c, epsilon=16.0), EpisodicRidge(c, epsilon=16.0, episode_scale=math.inf)
+    assert new.schedule.n_episodes > 2 * doubling.schedule.n_episodes
+    assert (new.cal.sigma_G, new.cal.sigma_b) == (doubling.cal.sigma_G, doubling.cal.sigma_b)
+    a, b = new.privacy_report(), doubling.privacy_report()
+    assert (a.epsilon, a.rho, a.guarantee) == (b.epsilon, b.rho, b.guarantee) and a.epsilon <= 16.0 + 1e-9
+    assert f"{new.schedule.n_episodes} releases" in a.note and "capped at ceil(sqrt(2 s n*))" in a.note
+
+
 # -- the released noise (sampler level) ------------------------------------------------------------------------------
 
 
