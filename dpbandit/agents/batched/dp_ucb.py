@@ -27,8 +27,8 @@ import numpy as np
 
 from dpbandit.agents import dp_ucb_kernels as kernels
 from dpbandit.agents.batched import BATCHED_FORMS, choose_rows
-from dpbandit.agents.dp_ucb import DPUCB, lift
-from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen
+from dpbandit.agents.dp_ucb import DPUCB
+from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen, lift
 from dpbandit.agents.private import CONTEXT_RTOL
 from dpbandit.privacy.tree_noise import TreeNoiseStack
 
