@@ -33,7 +33,7 @@ a kernel from Python is amortised away), with pre-drawn unit contexts and one fi
 ``own_ratio_to_floor`` = (agent - env loop) / (floor_draws + floor_kernels): what the single path spends per round
 beyond that arithmetic, i.e. its fixed per-round overhead; the issue's target is <= 2 at d = 20 in both forms
 (``meets_2x_floor``). Read it from the ``"cpu"`` figures on a loaded machine. (Until DP-UCB played blocks, the floor
-was one draw call per round and the batched form's kernels over 16 seeds, ``batch_benchmark.dpucb_kernels``.)
+was one draw call per round and the batched form's kernels, ``publish_stack``, over 16 seeds.)
 
 ``--arms 3 --dims 400 --structures disjoint`` measures the shape of the bench suite's ``sparse-logistic-*-d400``
 scenarios (K = 3, d = 400, disjoint), where the node noise and the K factorisations are nearly all of a round.
