@@ -354,7 +354,7 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
             estimates[name] = _replay_estimate(np.asarray(rewards, dtype=np.float64), (low, high), interval, level,
                                                n_resamples, rng)
         else:
-            deviations = ridge_dm_deviations(data, pi, rng) if name == "dm" and ridge else None
+            deviations = ridge_dm_deviations(data, pi, rng, n_resamples) if name == "dm" and ridge else None
             estimates[name] = est.estimate(name, data.reward, data.action, pscore, pi, q, clip=clip,
                                            model_deviations=deviations, **options)
     rewards_arr = np.asarray(rewards, dtype=np.float64)
