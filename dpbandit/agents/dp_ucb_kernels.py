@@ -3,12 +3,14 @@
 At the dimensions DP-UCB is run at (d <= 200) a round's arrays are small, and written as numpy expressions the work
 took some 25 numpy and LAPACK calls whose fixed cost exceeded the arithmetic (issue 15: 5.4x the bare mechanism
 work at d = 20). Here a round of the curator is one kernel call (:func:`publish`) and the action rule's index one
-more (:func:`scores`). The loops are compiled without fast-math (IEEE operations in program order, so the bits do
+more (:func:`scores`); a block of rounds (``DPUCB.play_block``, issue 25) is one call of :func:`play_rounds` for
+runs of rounds, the index and the curator's round fused with the release kept in place (no arrays allocated per
+round, no V_t copy: at d = 400 those passes over (d, d) matrices were a tenth of a round). The loops are compiled without fast-math (IEEE operations in program order, so the bits do
 not depend on inlining or vectorisation); the factorisations and triangular solves are LAPACK's ``dpotrf`` and
 ``dtrtrs``, SciPy's own (``scipy.linalg.cython_lapack``), called from the kernels. The batched form runs the same
 per-seed kernels over a leading seed axis, so its results equal the single seed's bit for bit.
 
-Layouts (every array C-contiguous). ``gram`` (M, n, n), n = d + 1: the exact sums ``sum_s v_s v_s^T`` (and the
+Layouts (every array C-contiguous except a block's observations, which may be a broadcast view). ``gram`` (M, n, n), n = d + 1: the exact sums ``sum_s v_s v_s^T`` (and the
 shift on the Gram block's diagonal) in the lower triangles; ``noise`` (M P,), P = n (n + 1) / 2: the tree's packed
 noise (:mod:`dpbandit.privacy.packed`; its order, column by column of the upper triangle, is row by row of the
 lower triangle, where the entries are mirrored), or an empty array with the noise off; ``V`` and ``chol``
@@ -153,21 +155,26 @@ def noisy_lower(gram, noise, m, out, u):
     """Model ``m``'s noisy release from ``gram + phi^{-1}(noise)``: the lower triangle of ``V = G + H~`` into ``out``
     (d, d) (above the diagonal untouched) and the response column into ``u[m]`` (the diagonal noise is ``sqrt(2)``
     times its packed entry, :mod:`dpbandit.privacy.packed`; ``noise`` (M P,) or empty with the noise off). The
-    bottom-right entry of ``gram``, a sum of y^2, is never read."""
+    bottom-right entry of ``gram``, a sum of y^2, is never read. (Row by row without branches in the inner loop, so
+    that it vectorises: each entry is still one IEEE addition, the same bits.)"""
     n = gram.shape[1]
     d = n - 1
-    noisy = noise.shape[0] > 0
+    g = gram[m]
+    if noise.shape[0] == 0:
+        for i in range(d):
+            for j in range(i + 1):
+                out[i, j] = g[i, j]
+        for j in range(d):
+            u[m, j] = g[d, j]
+        return
     p = m * (n * (n + 1) // 2)
-    for i in range(n):
-        for j in range(i + 1):
-            value = gram[m, i, j]
-            if noisy:
-                value += noise[p] * _SQRT2 if i == j else noise[p]
-            p += 1
-            if i < d:
-                out[i, j] = value
-            elif j < d:
-                u[m, j] = value
+    for i in range(d):
+        for j in range(i):
+            out[i, j] = g[i, j] + noise[p + j]
+        out[i, i] = g[i, i] + noise[p + i] * _SQRT2
+        p += i + 1
+    for j in range(d):
+        u[m, j] = g[d, j] + noise[p + j]
 
 
 @kernel
