@@ -150,7 +150,8 @@ class DPUCBCurator(Curator):
         rounds in one kernel (:func:`~dpbandit.agents.dp_ucb_kernels.play_rounds`) with the release kept in place,
         handing back to Python a tie (``tie_break(scores) -> arm``, the action rule's, on the exploration stream),
         an item a check may refuse, and a lift. The privacy stream's node draws are made up to ``_CHUNK`` floats at
-        a time: the same normals in the same order as one node per round. Returns the arms (n,) intp."""
+        a time: the same normals in the same order as one node per round (a refused round, which ends the run, leaves
+        that stream past the rest of its chunk). Returns the arms (n,) intp."""
         cal, noise, K = self.cal, self._noise, self.n_arms
         obs, n, t0 = np.asarray(obs, dtype=float), len(obs), self._t
         if obs.shape[1:] != self._shape or np.shape(rewards) != (n, K):
