@@ -188,7 +188,7 @@ class EpisodicRidgeCurator(EpisodicCurator):
             shape, w_norm = pool_gram(gram, w_norm)
         lam = self._regulariser(n_summed, w_norm)
         # V = G~ + lam I with eigenvalues floored at ridge (post-processing): Cholesky where the floor is inactive
-        V = FlooredRidge(shape, lam, cal.ridge, psd=self._gram_noise is None)
+        V = FlooredRidge(shape, lam, cal.ridge, psd=self._gram_noise is None, draws=cal.rule == "thompson")
         v_inv = V.inverse() if cal.rule == "ucb" or cal.ucb_alpha > 0 else None
         theta = V.solve(moment, v_inv)
         beta = basis = scale = None
@@ -360,8 +360,8 @@ class EpisodicRidge(PrivateAgent):
     def memory_estimate(self) -> int:
         """The curator's peak, checked before anything is allocated: its chunk buffer (contexts, arms, rewards of
         :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users) and per model about ten (d+1) x (d+1) matrices (the
-        episode's sums, their noise, the combined statistics, the eigendecomposition and V^{-1} of the release). It
-        does not grow with T."""
+        episode's sums, their noise, the combined statistics, V and its Cholesky factor, V^{-1} for a UCB width, the
+        Thompson factor; :mod:`~dpbandit.agents.floored_ridge`). It does not grow with T."""
         rows, models = min(CHUNK_ROWS, self.schedule.max_length), self.cal.n_models
         return 8 * (2 * rows * (self.dim + 2) + 10 * models * (self.dim + 1) ** 2)
 

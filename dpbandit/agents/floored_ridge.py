@@ -60,9 +60,11 @@ class FlooredRidge:
         lam: (M,) regularisers, each >= ``ridge``.
         ridge: the eigenvalue floor, > 0.
         psd: whether every ``shape[m]`` is positive semi-definite by construction (noise off); no floor test then.
+        draws: whether :meth:`draw_factor` will be asked for (it keeps each V, M d^2 floats, until then).
     """
 
-    def __init__(self, shape: np.ndarray, lam: np.ndarray, ridge: float, psd: bool = False) -> None:
+    def __init__(self, shape: np.ndarray, lam: np.ndarray, ridge: float, psd: bool = False,
+                 draws: bool = True) -> None:
         M, d = shape.shape[0], shape.shape[-1]
         self.ridge, self.dim = float(ridge), d
         #: per model: "scalar" (V = e I), "cholesky" (floor inactive), "lifted" (the floor acts: V lifted, then
@@ -80,7 +82,7 @@ class FlooredRidge:
                 V = self._lift(V)
             L, info = lapack.dpotrf(V, lower=1, clean=1)
             if info == 0:
-                self._add(kind, L, V)
+                self._add(kind, L, V if draws else None)
                 continue
             evals, evecs = np.linalg.eigh(V)  # ridge below V's rounding: the floor at full cost
             self._add("eigen", np.maximum(evals, self.ridge), evecs)
@@ -144,6 +146,8 @@ class FlooredRidge:
         for m, (kind, part) in enumerate(zip(self.kinds, self._parts)):
             if kind in ("cholesky", "lifted"):
                 L, V = part
+                if V is None:
+                    raise ValueError("draw_factor needs a FlooredRidge built with draws=True")
                 C = (R * R) * V + tau2[m] * np.eye(self.dim)
                 C, info = lapack.dpotrf(C, lower=1, clean=1)
                 if info == 0:

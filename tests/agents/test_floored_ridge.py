@@ -143,3 +143,5 @@ def test_a_draw_factor_without_spread_or_noise_is_zero():
     shape = noisy_gram(rng, 1, d, 3 * d, 0.1) + 10.0 * np.eye(d)
     basis, scale = FlooredRidge(shape, np.array([RIDGE]), RIDGE).draw_factor(0.0, np.zeros(1))
     assert np.all(scale == 0.0) and covariance(basis, scale).max() == 0.0
+    with pytest.raises(ValueError, match="draws=True"):
+        FlooredRidge(shape, np.array([RIDGE]), RIDGE, draws=False).draw_factor(1.0, np.ones(1))
