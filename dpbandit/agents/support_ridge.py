@@ -198,15 +198,14 @@ class SupportRidgeCurator(Curator):
         self._release = SupportRidgeRelease(None, None, c.n_arms)
 
     def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
-        if self._ridge is not None:
-            self._ridge.observe(project_rows(np.asarray(observation, dtype=float), self._release.support), arm,
-                                reward)
-            self._release = SupportRidgeRelease(self._release.support, self._ridge.release(), self._release.n_arms)
-            return
         c, sel = self._agent.constants, self._sel
         obs = np.asarray(observation, dtype=float)
         if obs.shape != (c.n_arms, c.dim):
             raise ValueError(f"observation must have shape (K, d) = {(c.n_arms, c.dim)}, got {obs.shape}")
+        if self._ridge is not None:  # the estimation stage: its curator checks and clips as episodic ridge does
+            self._ridge.observe(project_rows(obs, self._release.support), arm, reward)
+            self._release = SupportRidgeRelease(self._release.support, self._ridge.release(), self._release.n_arms)
+            return
         arm = check_arm(arm, c.n_arms)
         y = min(max(check_real("reward", reward), sel.centre - sel.half_width), sel.centre + sel.half_width)
         x = obs[arm]
