@@ -130,6 +130,9 @@ class SupportSelection:
               selection_users: int | None, entry_clip: float | None = None) -> SupportSelection:
         if c.dim < 2:
             raise ValueError(f"support_ridge selects coordinates: it needs dim >= 2, got d = {c.dim}")
+        if not math.isfinite(c.context_bound):
+            raise ValueError(f"support_ridge needs a finite context_bound (the selection's sensitivity 2 tau B_c and "
+                             f"the ridge's rows rest on it), got {c.context_bound}")
         s = c.sparsity if sparsity is None else check_int("sparsity", sparsity, low=1, high=c.dim)
         if s >= c.dim:
             raise ValueError(f"support_ridge needs a sparse parameter, but the sparsity s = {s} is d = {c.dim} (dense): "
@@ -203,6 +206,9 @@ class SupportRidgeCurator(Curator):
         if obs.shape != (c.n_arms, c.dim):
             raise ValueError(f"observation must have shape (K, d) = {(c.n_arms, c.dim)}, got {obs.shape}")
         if self._ridge is not None:  # the estimation stage: its curator checks and clips as episodic ridge does
+            # the whole played row is checked as in the selection stage (only x[S] enters a statistic, but a row
+            # beyond the declared bound is bad input wherever it lies)
+            check_context_bound(obs[check_arm(arm, c.n_arms)], c.context_norm, c.context_bound)
             self._ridge.observe(project_rows(obs, self._release.support), arm, reward)
             self._release = SupportRidgeRelease(self._release.support, self._ridge.release(), self._release.n_arms)
             return
@@ -271,8 +277,8 @@ class SupportRidgeCurator(Curator):
                 f"{sel.centre + sel.half_width:.6g}], centred at c = {sel.centre:.6g} (B_c = {sel.half_width:.6g}); "
                 f"selection scores sum clip(x, +-tau) (y - c), tau = {sel.entry_clip:.6g}: l_inf sensitivity "
                 f"Delta = 2 tau B_c = {sel.sensitivity:.6g} "
-                f"(replace one; Delta/2 per arm for a user moved between arms); estimation: "
-                f"{a.estimator.cal.sensitivity_assumption} on the projected rows x[S]")
+                f"(replace one; Delta/2 per arm for a user moved between arms); estimation on the projected rows "
+                f"x[S]: {a.estimator.cal.sensitivity_assumption}")
 
 
 class SupportRidge(PrivateAgent):

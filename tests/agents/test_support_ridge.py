@@ -286,3 +286,23 @@ def test_audit_estimation_stage_moment_pair_reward_at_both_ends():
         return [(x, 0, 1.0 if which == "A" else 0.0), other]
 
     audit_release_pair(est, users_of, np.zeros((2, 2)), np.array([1.0, 1.0]) * est.cal.L / math.sqrt(2))
+
+
+def test_rows_beyond_the_bound_are_refused_in_both_stages_and_an_infinite_bound_is_refused():
+    """Review findings: after the selection a row whose out-of-support entries exceed the bound (or are NaN) was
+    accepted (only x[S] enters a statistic, but it is bad input); an infinite context bound ended in a message about
+    gram_share."""
+    agent = SupportRidge(constants(K=2, d=6, T=40, s=1), epsilon=1.0, support_size=2, selection_users=4)
+    cur = agent._make_curator(np.random.default_rng(0))
+    row = np.full((2, 6), 0.5)
+    for _ in range(4):
+        cur.observe(row, 0, 1.0)
+    outside = int(np.setdiff1d(np.arange(6), cur.release().support[0])[0])
+    for bad in (5.0, math.nan):
+        wrong = row.copy()
+        wrong[0, outside] = bad
+        with pytest.raises(ValueError, match="context_bound = 1"):
+            cur.observe(wrong, 0, 1.0)
+    with pytest.raises(ValueError, match="finite context_bound") as info:
+        SupportRidge(dataclasses.replace(constants(), context_bound=math.inf), epsilon=1.0)
+    assert "\n" not in str(info.value)
