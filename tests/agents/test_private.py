@@ -291,7 +291,7 @@ def test_the_context_slack_fits_inside_every_calibrations_rounding_margin():
     from dpbandit.agents.private import CONTEXT_RTOL
 
     for name in ("dpbandit.agents.episodic_ridge_calibration", "dpbandit.agents.episodic_glm",
-                 "dpbandit.privacy.tree_calibration", "dpbandit.optim.gg_calibration"):
+                 "dpbandit.agents.support_ridge", "dpbandit.privacy.tree_calibration", "dpbandit.optim.gg_calibration"):
         safety = importlib.import_module(name)._SAFETY
         assert (1 + CONTEXT_RTOL) ** 2 <= safety, name
     row = np.array([3.0, 4.0])  # ||x||_2 = 5
