@@ -27,14 +27,14 @@ environment (and, for LinUCB, these kernels):
   closing tree node's standard normals, M (d+1)(d+2)/2 of them, drawn as its block path draws them (several rounds
   per call, ``dpucb_benchmark.floor_draws``). DP-HDB: one batch of
   rejection-sampling proposals for the K selections (``integers`` then ``random``; a selection takes at least one);
-* ``kernels_us_per_seed_round``: the agent's compiled round, the same arithmetic in the single and the batched path,
-  run over a stack of S seeds and divided by S. LinUCB: its index and rank-one update
-  (:func:`~dpbandit.agents.linucb.ucb_scores_stack`, :func:`~dpbandit.agents.ridge.sherman_morrison_stack`).
-  DP-UCB: its block path's compiled round (``dp_ucb_kernels.play_rounds``: the index, the item, the sums, every
-  model's factorisation) over one seed's horizon (``dpucb_benchmark.floor_kernels``). DP-HDB: the release ``V / (t + 1)``, the action rule's index, the played
-  learner's gradient, one rejection round of the K selections and the vertex moves (``greedy_index``,
-  ``add_gradient``, ``first_accepted``, ``move_to_vertices``; the batched form's elementwise numpy steps around
-  them are left out).
+* ``kernels_us_per_seed_round``: the agent's compiled round, the same arithmetic in the single and the batched path, run
+  over a stack of S seeds and divided by S. LinUCB: its index and rank-one update
+  (:func:`~dpbandit.agents.linucb.ucb_scores_stack`, :func:`~dpbandit.agents.ridge.sherman_morrison_stack`). DP-UCB: its
+  block path's compiled round (``dp_ucb_kernels.play_rounds``: the index, the item, the sums, every model's
+  factorisation) over one seed's horizon (``dpucb_benchmark.floor_kernels``). DP-HDB: the release ``V / (t + 1)``, the
+  action rule's index, the played learner's gradient, one rejection round of the K selections and the vertex moves
+  (``greedy_index``, ``add_gradient``, ``first_accepted``, ``move_to_vertices``; the batched form's elementwise numpy
+  steps around them are left out).
 
 Where an issue sets a target (``TARGETS``), ``verdict`` sets it against the speedup on both clocks (``met_cpu``:
 CPU time, which other processes do not inflate) and, with the floor, ``bound_reaches_target`` (``speedup_bound >=

@@ -16,11 +16,12 @@ plain numpy/LAPACK calls on the same machine in the same run:
   this revision the line solved only for theta, ``dpotrs`` with u, and left out the K widths ``||x_a||_{V^{-1}}``
   the index needs; that line is still printed, as ``bare_theta_only_us_per_round``.)
 
-``ratio_to_bare`` = agent us/round (through ``simulate``, environment included) / bare us/round; the target is
-<= 1.5 for d = 20 ... 200 in both forms. ``env_loop`` (an agent that does nothing) is printed as the floor the
-environment sets (by blocks, as DP-UCB plays them, :class:`DoNothingBlocks`), and ``agent_minus_env_loop_ratio_to_bare`` = (agent - env loop) / bare, the agent's own cost.
-Cases are interleaved (round-robin repetitions, medians; ``_bench.py``); absolute numbers are for this machine at
-the printed load only. ``"cpu"`` holds the same figures from CPU time, which other processes do not inflate.
+``ratio_to_bare`` = agent us/round (through ``simulate``, environment included) / bare us/round; the target is <= 1.5
+for d = 20 ... 200 in both forms. ``env_loop`` (an agent that does nothing) is printed as the floor the environment sets
+(by blocks, as DP-UCB plays them, :class:`DoNothingBlocks`), and ``agent_minus_env_loop_ratio_to_bare`` = (agent - env
+loop) / bare, the agent's own cost. Cases are interleaved (round-robin repetitions, medians; ``_bench.py``); absolute
+numbers are for this machine at the printed load only. ``"cpu"`` holds the same figures from CPU time, which other
+processes do not inflate.
 
 The ``floor`` (issue 25, item 4) is stricter: the arithmetic a round cannot avoid, with no per-call overhead.
 ``floor_draws``: the closing node's M (d+1)(d+2)/2 standard normals from the privacy stream's numpy generator (noise
@@ -235,7 +236,8 @@ def main() -> None:
                for d in args.dims.split(",")}
     emit({
         "benchmark": "dpucb",
-        "workload": {"agent": "dp_ucb (epsilon=1, delta=1/T, tight sigma_n)", "n_arms": args.arms, "horizon": args.horizon,
+        "workload": {"agent": "dp_ucb (epsilon=1, delta=1/T, tight sigma_n)", "n_arms": args.arms,
+                     "structures": list(structures), "horizon": args.horizon,
                      "contexts": "unit l2 gaussian", "repeats": args.repeats, "statistic": "median, interleaved"},
         "results": results,
         "seconds_total": round(time.perf_counter() - start, 1),

@@ -1,10 +1,10 @@
 """DP-UCB's release and what the action rule computes from it (``dpbandit.agents.dp_ucb``).
 
-:class:`DPUCBRelease` holds the lower Cholesky factors C of V_t and the noisy response column u (read-only), from
-which ``theta_hat_t = V_t^{-1} u``; :func:`factor` is the post-processing lift of a V_t that the noise made
-indefinite (:func:`lift` for the models a kernel could not factor); :func:`ucb_scores` the optimistic index ``x_a^T theta_hat + beta_t ||x_a||_{V_t^{-1}}`` of each arm
-for one user, by forward substitution with the factors: with ``w = C^{-1} x`` and ``r = C^{-1} u``,
-``x^T theta_hat = w . r`` and ``||x||_{V^{-1}} = ||w||_2``.
+:class:`DPUCBRelease` holds the lower Cholesky factors C of V_t and the noisy response column u (read-only), from which
+``theta_hat_t = V_t^{-1} u``; :func:`factor` is the post-processing lift of a V_t that the noise made indefinite
+(:func:`lift` for the models a kernel could not factor); :func:`ucb_scores` the optimistic index ``x_a^T theta_hat +
+beta_t ||x_a||_{V_t^{-1}}`` of each arm for one user, by forward substitution with the factors: with ``w = C^{-1} x``
+and ``r = C^{-1} u``, ``x^T theta_hat = w . r`` and ``||x||_{V^{-1}} = ||w||_2``.
 """
 
 from __future__ import annotations

@@ -488,3 +488,27 @@ def test_play_block_refuses_what_update_refuses():
         agent.play_block(RoundBlock(3, np.zeros((12, 2, 3)), np.zeros((12, 2)), np.zeros((12, 2)), np.zeros(12)))
     with pytest.raises(ValueError, match=r"observations \(n, K, d\)"):
         agent.play_block(RoundBlock(3, np.zeros((2, 2, 4)), np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(2)))
+
+
+def test_play_rounds_refuses_shapes_it_would_read_out_of_bounds():
+    from dpbandit.agents.dp_ucb_kernels import DONE, play_rounds
+
+    agent = DPUCB(constants(K=2, d=3, T=4), epsilon=1.0)
+    agent.reset(0)
+    cur = agent.curator
+    P = cur._noise.suffix.shape[1]
+
+    def run(n=2, stop=2, rewards=None, draws=None, t0=0, suffix=None):
+        obs = np.zeros((n, 2, 3))
+        obs[:, :, 0] = 1.0, 0.5  # arm 0 ahead: no tie
+        return play_rounds(obs, np.zeros((n, 2)) if rewards is None else rewards, 0, stop, -1, False, -1.0, 1.0,
+                           False, 1.0, np.ones(n + 1), t0, cur._noise.suffix if suffix is None else suffix,
+                           np.zeros((n, P)) if draws is None else draws, 0, 1.0, cur._gram, cur._v,
+                           cur.release().cholesky.copy(), cur.release().response.copy(), cur._failed, np.empty(2),
+                           np.empty(n, dtype=np.intp))
+
+    for bad in (dict(rewards=np.zeros((2, 3))), dict(stop=3), dict(draws=np.zeros((1, P))),
+                dict(draws=np.zeros((2, P - 1))), dict(t0=6)):  # user 8's node is beyond a tree of T = 4
+        with pytest.raises(ValueError, match="play_rounds"):
+            run(**bad)
+    assert run() == (2, DONE)
