@@ -17,12 +17,25 @@ checkpoints, one BLAS thread. Every (case, T) runs in its own child process (``-
   noise, combination, eigendecomposition and V^{-1}), timed by wrapping those methods in the child (the computation
   is unchanged).
 
-Cases: ``fliphat`` (identity), ``fliphat_logistic`` (M = 1), ``episodic_ridge`` (identity), ``dp_hdb`` (the
-reference: DP-POFW's K x d state), ``env_loop`` (the floor). Printed per T: the memory figures, and the ratios
+Cases: ``fliphat`` (identity), ``fliphat_logistic`` (M = 1), ``fliphat_logistic_m2`` (M = 2 iterations: the
+episode's rows on disk, ``disk_estimate_mib``), ``episodic_ridge`` (identity), ``dp_hdb`` (the reference:
+DP-POFW's K x d state), ``env_loop`` (the floor). Printed per T: the memory figures, and the ratios
 ``episodic_ridge / dp_hdb`` of CPU per round (the issue's target: <= 1), with and without the releases. "Does not
 grow with T": ``agent_mib`` at the largest T against the smallest (``growth_mib``).
 
-    python benchmarks/episodic_memory_benchmark.py [--horizons 20000,100000] [--dim 1000] [--arms 2]
+**Memory targets** (``targets``; the issue's: peak RSS <= 2 GB at T = 1e7, d = 1000, or a one-line refusal with the
+estimate before any work; < 400 MB at T = 2e5), per episodic case:
+
+* ``T=<t>``: the measured peak RSS (MB = 10^6 bytes) at every T run, and the verdict at T = 2e5 when it is run;
+* ``at_target_horizon``: a child builds the environment and the agent at ``--target-horizon`` (1e7) and plays no
+  round: the agent's up-front ``memory_estimate`` and ``disk_estimate``, the peak RSS after construction, the seconds
+  it took (or the one-line refusal); a run at T = 1e7 is too long for this script;
+* ``projected_peak_rss_mb``: the peak RSS at the largest T plus the growth per round measured between the smallest
+  and the largest T times the rounds still to go (a growth up to :data:`RSS_RESOLUTION_MB` counts as none); the
+  verdict ``<= 2 GB`` compares that projection.
+
+    python benchmarks/episodic_memory_benchmark.py [--horizons 20000,100000,200000] [--dim 1000] [--arms 2]
+        [--target-horizon 10000000]
 """
 
 from __future__ import annotations
@@ -38,13 +51,18 @@ import time
 from _bench import emit, machine
 
 CASES = {
-    "env_loop": ("dpbandit/SparseLinear-v0", None),
-    "fliphat": ("dpbandit/SparseLinear-v0", "fliphat"),
-    "fliphat_logistic": ("dpbandit/SparseLogistic-v0", "fliphat"),
-    "episodic_ridge": ("dpbandit/SparseLinear-v0", "episodic_ridge"),
-    "dp_hdb": ("dpbandit/SparseLinear-v0", "dp_hdb"),
+    "env_loop": ("dpbandit/SparseLinear-v0", None, {}),
+    "fliphat": ("dpbandit/SparseLinear-v0", "fliphat", {}),
+    "fliphat_logistic": ("dpbandit/SparseLogistic-v0", "fliphat", {}),
+    "fliphat_logistic_m2": ("dpbandit/SparseLogistic-v0", "fliphat", {"iterations": 2}),
+    "episodic_ridge": ("dpbandit/SparseLinear-v0", "episodic_ridge", {}),
+    "dp_hdb": ("dpbandit/SparseLinear-v0", "dp_hdb", {}),
 }
-MIB = 2**20
+EPISODIC = ("fliphat", "fliphat_logistic", "fliphat_logistic_m2", "episodic_ridge")
+MIB, MB = 2**20, 1e6
+TARGET_LARGE_MB, TARGET_SMALL_MB, SMALL_T = 2000.0, 400.0, 200_000
+#: Peak-RSS differences up to this are read as "no growth" (page-granular allocator noise between two processes).
+RSS_RESOLUTION_MB = 2.0
 
 
 def child(case: str, horizon: int, dim: int, arms: int) -> dict:
@@ -58,9 +76,9 @@ def child(case: str, horizon: int, dim: int, arms: int) -> dict:
     from dpbandit.agents.episodic_ridge import EpisodicRidgeCurator
     from dpbandit.experiment import simulate
 
-    env_id, name = CASES[case]
+    env_id, name, params = CASES[case]
     env = gymnasium.make(env_id, n_arms=arms, dim=dim, horizon=horizon)
-    agent = DoNothing() if name is None else make_agent(name, env, epsilon=1.0)
+    agent = DoNothing() if name is None else make_agent(name, env, epsilon=1.0, **params)
     release_cpu = [0.0]
     for method in ("_publish", "_initial_release"):  # timed, not changed
         inner = getattr(EpisodicRidgeCurator, method)
@@ -81,6 +99,8 @@ def child(case: str, horizon: int, dim: int, arms: int) -> dict:
            "us_per_round": 1e6 * spent.wall / horizon, "cpu_us_per_round": 1e6 * spent.cpu / horizon}
     if name is not None:
         out["memory_estimate_mib"] = agent.memory_estimate() / MIB
+        if hasattr(agent, "disk_estimate"):
+            out["disk_estimate_mib"] = agent.disk_estimate() / MIB
         schedule = getattr(agent, "schedule", None)
         if schedule is not None:
             out["rows_buffer_mib"] = 8 * schedule.max_length * (dim + 2) / MIB
@@ -89,23 +109,71 @@ def child(case: str, horizon: int, dim: int, arms: int) -> dict:
     return out
 
 
-def run_child(case: str, horizon: int, dim: int, arms: int) -> dict:
+def estimate_child(case: str, horizon: int, dim: int, arms: int) -> dict:
+    """Build the environment and the agent of ``case`` at ``horizon`` and play nothing: the up-front estimates, the
+    peak RSS after construction and its seconds, or the one-line refusal."""
+    import gymnasium
+
+    import dpbandit.envs  # noqa: F401
+    from dpbandit.agents import make_agent
+
+    env_id, name, params = CASES[case]
+    start = time.perf_counter()
+    try:
+        agent = make_agent(name, gymnasium.make(env_id, n_arms=arms, dim=dim, horizon=horizon), epsilon=1.0, **params)
+    except ValueError as refusal:
+        return {"refused": str(refusal), "seconds": round(time.perf_counter() - start, 2)}
+    out = {"memory_estimate_mib": round(agent.memory_estimate() / MIB, 1),
+           "peak_rss_after_construction_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+           "seconds": round(time.perf_counter() - start, 2)}
+    if hasattr(agent, "disk_estimate"):
+        out["disk_estimate_gb"] = round(agent.disk_estimate() / 1e9, 2)
+    return out
+
+
+def run_child(case: str, horizon: int, dim: int, arms: int, flag: str = "--child") -> dict:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, __file__, "--child", case, "--horizons", str(horizon), "--dim", str(dim),
+    done = subprocess.run([sys.executable, __file__, flag, case, "--horizons", str(horizon), "--dim", str(dim),
                            "--arms", str(arms)], capture_output=True, text=True, env=env, check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
 
+def memory_targets(results: dict, horizons: list[int], at_target: dict, target_horizon: int) -> dict:
+    """The issue's memory verdicts per episodic case (module docstring)."""
+    first, last = horizons[0], horizons[-1]
+    targets = {}
+    for case in EPISODIC:
+        peaks = {T: results[case][f"T={T}"]["peak_rss_mib"] * MIB / MB for T in horizons}
+        growth = peaks[last] - peaks[first]
+        slope = growth / (last - first) if growth > RSS_RESOLUTION_MB else 0.0  # below it: no growth detected
+        projected = peaks[last] + slope * max(target_horizon - last, 0)
+        entry = {f"T={T}": {"peak_rss_mb": round(peaks[T], 1)} for T in horizons}
+        if SMALL_T in peaks:
+            entry[f"T={SMALL_T}"][f"meets_under_{TARGET_SMALL_MB:g}_mb"] = peaks[SMALL_T] < TARGET_SMALL_MB
+        entry[f"growth_mb_from_T={first}_to_T={last}"] = round(growth, 1)
+        entry["at_target_horizon"] = {"T": target_horizon, **at_target[case]}
+        entry["projected_peak_rss_mb"] = round(projected, 1)
+        entry[f"meets_{TARGET_LARGE_MB / 1000:g}_gb_at_target_horizon"] = (
+            "refused up front" if "refused" in at_target[case] else projected <= TARGET_LARGE_MB)
+        targets[case] = entry
+    return targets
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--horizons", default="20000,100000")
+    parser.add_argument("--horizons", default="20000,100000,200000")
     parser.add_argument("--dim", type=int, default=1000)
     parser.add_argument("--arms", type=int, default=2)
+    parser.add_argument("--target-horizon", type=int, default=10_000_000)
     parser.add_argument("--child", choices=sorted(CASES))
+    parser.add_argument("--estimate-child", choices=EPISODIC)
     args = parser.parse_args()
     horizons = [int(h) for h in args.horizons.split(",")]
     if args.child:
         print(json.dumps(child(args.child, horizons[0], args.dim, args.arms)))
+        return
+    if args.estimate_child:
+        print(json.dumps(estimate_child(args.estimate_child, horizons[0], args.dim, args.arms)))
         return
     load, start = os.getloadavg(), time.perf_counter()
     results = {}
@@ -125,12 +193,16 @@ def main() -> None:
             "meets_1x": ridge["cpu_us_per_round"] <= hdb["cpu_us_per_round"],
         }
     first, last = f"T={horizons[0]}", f"T={horizons[-1]}"
-    for case in ("fliphat", "fliphat_logistic", "episodic_ridge", "dp_hdb"):
+    for case in (*EPISODIC, "dp_hdb"):
         results[case]["growth_mib"] = round(results[case][last]["agent_mib"] - results[case][first]["agent_mib"], 1)
+    at_target = {case: run_child(case, args.target_horizon, args.dim, args.arms, "--estimate-child")
+                 for case in EPISODIC}
+    results["targets"] = memory_targets(results, horizons, at_target, args.target_horizon)
     emit({
         "benchmark": "episodic_memory",
         "workload": {"envs": "SparseLinear-v0 / SparseLogistic-v0", "n_arms": args.arms, "dim": args.dim,
-                     "horizons": horizons, "epsilon": 1.0, "one process per (case, T)": True},
+                     "horizons": horizons, "target_horizon": args.target_horizon, "epsilon": 1.0,
+                     "one process per (case, T)": True},
         "results": results,
         "seconds_total": round(time.perf_counter() - start, 1),
         "machine": machine(load),

@@ -15,7 +15,14 @@ over epsilons), the seconds its jobs took (a lockstep unit's time shared equally
 same figures in CPU seconds (``_bench.py``), summed over this process and its workers: there the floor is jobs x env
 loop (no division by the workers), and the ratio is the frontier's total work over the floor's.
 
+Issue 25's target for T = 10^6: every private agent other than DP-UCB at most half of its share of the job-seconds
+at the issue's filing (commit 239094a, T = 10^5). ``share_of_job_seconds`` gives each agent's share (references
+included) on both clocks; ``issue_25`` compares the private agents' shares on each clock with those measured at
+239094a, read *after the sweep* from ``--baseline`` (default ``frontier_baseline_239094a.json`` beside this script,
+made by this script run with ``--horizon 100000`` on that commit, see its ``"command"``).
+
     python benchmarks/frontier_benchmark.py [--seeds 10] [--horizon 100000] [--n-jobs 2] [--batch auto|off]
+                                            [--baseline PATH]
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
+from pathlib import Path
 
 import pandas as pd
 
@@ -33,6 +43,7 @@ from _bench import clock, emit, env_loop_clocks, machine
 from dpbandit.experiment.frontier import EPSILONS, FrontierConfig, run_frontier
 
 AGENTS = ("dp_hdb", "dp_ucb", "fliphat", "episodic_ridge")
+BASELINE = Path(__file__).with_name("frontier_baseline_239094a.json")
 
 
 def main() -> None:
@@ -42,6 +53,8 @@ def main() -> None:
     parser.add_argument("--n-jobs", type=int, default=2)
     parser.add_argument("--batch", choices=("auto", "off"), default="auto")
     parser.add_argument("--agents", default=",".join(AGENTS))
+    parser.add_argument("--baseline", type=Path, default=BASELINE,
+                        help="an earlier output of this script: the shares issue 25's target halves")
     args = parser.parse_args()
     load = os.getloadavg()
     fc = FrontierConfig(agents=tuple(args.agents.split(",")), horizons=(args.horizon,), seeds=args.seeds,
@@ -59,18 +72,57 @@ def main() -> None:
     wall, cpu = (figures(getattr(seconds, which), statistics.median(getattr(t, which) for t in reference),
                          jobs / min(args.n_jobs, jobs) if which == "wall" else jobs, args.horizon)
                  for which in ("wall", "cpu"))
+    by_agent = {which: job_seconds.groupby("name")[which].sum() for which in ("wall", "cpu")}
+    shares = {which: (s / s.sum()).round(4).to_dict() for which, s in by_agent.items()}
     emit({
         "benchmark": "frontier",
+        "commit": commit(),
+        "command": "python benchmarks/frontier_benchmark.py " + " ".join(sys.argv[1:]),
         "workload": {"env": fc.env_id, "agents": list(fc.agents), "references": list(fc.references),
                      "epsilons": [str(e) for e in fc.epsilons], "seeds": args.seeds, "horizon": args.horizon,
                      "n_jobs": args.n_jobs, "batch": args.batch, "jobs": jobs},
         **wall,
         "minutes": round(seconds.wall / 60, 2),
         "meets_30_minutes": seconds.wall <= 1800,
-        "job_seconds_by_agent": job_seconds.groupby("name")["wall"].sum().round(1).to_dict(),
-        "cpu": {**cpu, "job_seconds_by_agent": job_seconds.groupby("name")["cpu"].sum().round(1).to_dict()},
+        "job_seconds_by_agent": by_agent["wall"].round(1).to_dict(),
+        "share_of_job_seconds": shares["wall"],
+        "cpu": {**cpu, "job_seconds_by_agent": by_agent["cpu"].round(1).to_dict(),
+                "share_of_job_seconds": shares["cpu"]},
+        "issue_25": half_shares(shares, fc.agents, args.baseline),
         "machine": machine(load),
     })
+
+
+def commit() -> str:
+    """The checkout's commit (with "+changes" when files under version control differ from it)."""
+    here = Path(__file__).parent
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=here, capture_output=True, text=True).stdout.strip()
+
+    return git("rev-parse", "HEAD") + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def half_shares(shares: dict[str, dict[str, float]], agents: tuple[str, ...], baseline: Path) -> dict:
+    """Issue 25's target on each clock: every private agent but DP-UCB at most half of its share in ``baseline``
+    (an earlier output of this script; a clock it lacks, or no file, gives no verdict)."""
+    if not baseline.is_file():
+        return {"baseline": str(baseline), "verdict": "no baseline file"}
+    before = json.loads(baseline.read_text())
+    out = {"baseline": str(baseline), "baseline_commit": before.get("commit"),
+           "baseline_horizon": before["workload"]["horizon"]}
+    for which, now in shares.items():
+        then = before["share_of_job_seconds"] if which == "wall" else before.get("cpu", {}).get("share_of_job_seconds")
+        if not then:
+            out[which] = "no baseline shares"
+            continue
+        rows = {a: {"share": now.get(a), "baseline_share": then.get(a),
+                    "share_over_baseline": round(now[a] / then[a], 3) if a in now and then.get(a) else None}
+                for a in agents if a != "dp_ucb"}
+        met = all(r["share_over_baseline"] is not None and r["share_over_baseline"] <= 0.5 for r in rows.values())
+        out[which] = {"agents": rows, "dp_ucb_share": now.get("dp_ucb"), "dp_ucb_baseline_share": then.get("dp_ucb"),
+                      "every_other_agent_at_most_half": met}
+    return out
 
 
 def figures(seconds: float, env_loop: float, floor_loops: float, horizon: int) -> dict:

@@ -4,8 +4,9 @@ not a test.
 
 Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/*.toml``, at the issue's horizon):
 
-* ``sparse-logistic-ar-d100`` / ``-d400``: disjoint sparse logistic rewards, AR(0.5) contexts, K = 3, T = 2e4,
-  epsilon = 4 (target: best private agent <= 0.65x random, interval's upper end < 0.70);
+* ``sparse-logistic-ar-d100`` / ``-d400``, ``sparse-logistic-equicorrelated-d400`` / ``-d100``: disjoint sparse
+  logistic rewards, AR(0.5) or equicorrelated (0.3) contexts, K = 3, T = 2e4, epsilon = 4 (target: best private
+  agent <= 0.65x random, interval's upper end < 0.70; ``support_ridge`` is the sparse agent, docs §8);
 * ``digits``: classification of scikit-learn's digits (K = 10, d = 64, theta_bound = 1), T = 2e4, epsilon = 1
   (target <= 0.70x random);
 * ``dense-shared-linear`` (SharedLinear-v0) and ``han-figure-5.1`` at epsilon = 1: no regression of the episodic
@@ -40,8 +41,9 @@ from dpbandit.agents.episodic_ridge import default_row_clip
 from dpbandit.experiment.stats import ratio_interval
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "dpbandit" / "experiment" / "bench" / "scenarios"
-EPSILON = {"sparse-logistic-ar-d100": 4.0, "sparse-logistic-ar-d400": 4.0, "digits": 1.0,
-           "dense-shared-linear": 1.0, "han-figure-5.1": 1.0}
+EPSILON = {"sparse-logistic-ar-d100": 4.0, "sparse-logistic-ar-d400": 4.0, "sparse-logistic-equicorrelated-d400": 4.0,
+           "sparse-logistic-equicorrelated-d100": 4.0, "digits": 1.0, "dense-shared-linear": 1.0,
+           "han-figure-5.1": 1.0}
 INF = math.inf
 
 
@@ -71,12 +73,18 @@ def agents(theta_bound: float, row_clip: float) -> dict[str, tuple[str, dict]]:
         "episodic_ridge_v1_noise_off": ("episodic_ridge", dict(old, epsilon=INF)),
         "episodic_glm": ("episodic_glm", {}),
         "fliphat": ("fliphat", {}),
+        "support_ridge": ("support_ridge", {}),
+        # the sparsity assumed instead of declared: runs on the dense scenarios, where the declared s = d is refused
+        "support_ridge_assumed_s5": ("support_ridge", {"sparsity": 5}),
+        "support_ridge_noise_off": ("support_ridge", {"epsilon": INF}),
+        "support_ridge_doubling": ("support_ridge", {"ridge_params": {"episode_scale": INF}}),
         "random": ("random", {}),
     }
 
 
 PRIVATE = {"episodic_ridge", "episodic_glm", "episodic_ridge_unpooled", "episodic_ridge_thompson", "episodic_ridge_ucb",
-           "episodic_ridge_v1", "fliphat", "episodic_ridge_doubling", "episodic_glm_doubling"}
+           "episodic_ridge_v1", "fliphat", "support_ridge", "support_ridge_assumed_s5", "episodic_ridge_doubling",
+           "episodic_glm_doubling", "support_ridge_doubling"}
 #: noise-off agent -> its in-run references (its non-private counterpart first), for paired ratios
 NOISE_OFF = {"episodic_ridge_noise_off": ("greedy", "episodic_ridge_noise_off_doubling"),
              "episodic_ridge_noise_off_doubling": ("greedy",),
@@ -140,8 +148,10 @@ def scenario(name: str, horizon: int, seeds: int, only: set[str] | None, epsilon
                        "mean_regret": round(float(r.mean()), 2), "seconds_per_seed": round(seconds[label], 2),
                        "cpu_seconds_per_seed": round(cpu[label], 2)}
     pairs = [(off, ref) for off, refs in NOISE_OFF.items() for ref in refs]
-    pairs += [("episodic_ridge", "episodic_ridge_v1"), ("episodic_ridge", "episodic_ridge_unpooled")]
-    pairs += [(f"{new}{at}", f"{new}_doubling{at}") for new in ("episodic_ridge", "episodic_glm")
+    pairs += [("episodic_ridge", "episodic_ridge_v1"), ("episodic_ridge", "episodic_ridge_unpooled"),
+              ("support_ridge", "episodic_ridge"), ("support_ridge_assumed_s5", "episodic_ridge"),
+              ("support_ridge_noise_off", "greedy")]
+    pairs += [(f"{new}{at}", f"{new}_doubling{at}") for new in ("episodic_ridge", "episodic_glm", "support_ridge")
               for at in ([""] + [f"@{e:g}" for e in epsilons or []])]
     for label, ref in pairs:
         if label in regrets and ref in regrets:

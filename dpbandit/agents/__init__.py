@@ -34,6 +34,7 @@ from dpbandit.agents.linucb import LinUCB
 from dpbandit.agents.oco_adapter import OCOAgent
 from dpbandit.agents.private import Curator, PrivateAgent, RewardClip, reward_clip_range
 from dpbandit.agents.ridge import RidgeState
+from dpbandit.agents.support_ridge import SupportRidge
 
 __all__ = [
     "AGENTS",
@@ -54,6 +55,7 @@ __all__ = [
     "LinUCB",
     "Oracle",
     "RidgeState",
+    "SupportRidge",
     "UniformRandom",
     "agent_class",
     "check_import_path",
@@ -68,7 +70,7 @@ __all__ = [
 #: Agent classes by registry name.
 AGENTS: dict[str, type[Agent]] = {
     cls.name: cls for cls in (UniformRandom, Oracle, Greedy, EpsilonGreedy, LinUCB, LassoBandit, DPUCB, OCOAgent, DPHDB,
-                EpisodicRidge, EpisodicGLM, FLIPHAT)
+                EpisodicRidge, EpisodicGLM, FLIPHAT, SupportRidge)
 }
 _BUILTIN = frozenset(AGENTS)
 #: Entry-point group of agent plugins (name -> ``"package.module:ClassName"``).

@@ -57,153 +57,41 @@ actions of all other users are (epsilon, delta)-JDP. Forms, from ``constants.str
   that one mechanism.
 
 Cost per round: M (d+1)(d+2)/2 normals for the node closing now (the tree's noise kept apart from the exact sums,
-:class:`~dpbandit.privacy.tree_noise.TreeNoise`), then one compiled kernel (:mod:`dpbandit.agents.dp_ucb_kernels`): the
-rank-one update of the played model's exact sums, O(M (d+1)^2) work for the noisy V_t and u, and ``M`` LAPACK
-Cholesky factorisations ``O(d^3)``, M = 1 (shared) or K (disjoint; with noise off only the played arm's model
-changes and only its factor is recomputed); in the action rule one more kernel, one LAPACK triangular solve per
-model. ``benchmarks/dpucb_benchmark.py`` prints it as a ratio to that bare work measured in the same run. Per-seed
-results changed three times in issue 15 (same law, same draws per round), by rounding: the node noise fills packed
-entries column by column (before: full matrices, row by row); the release is computed as exact sums plus the
-path's noise (before: as a sum of noisy tree nodes); the kernels replaced BLAS ``dsyr`` and numpy's batched
-Cholesky.
+:class:`~dpbandit.privacy.tree_noise.TreeNoise`), the rank-one update of the played model's exact sums, O(M (d+1)^2)
+work for the noisy V_t and u, and ``M`` LAPACK Cholesky factorisations ``O(d^3)``, M = 1 (shared) or K (disjoint;
+with noise off only the played arm's model changes and only its factor is recomputed); in the action rule one LAPACK
+triangular solve per model. All of it is compiled (:mod:`dpbandit.agents.dp_ucb_kernels`). Round by round
+(``act``, ``update``) a round is two kernel calls; the evaluation loop plays the blocks of rounds an environment hands
+out (:meth:`DPUCB.play_block`) through one kernel for runs of rounds, with the release kept in place and the node
+draws made for many rounds per call, with the same numbers. ``benchmarks/dpucb_benchmark.py`` prints the cost as
+ratios to the bare work and to the compiled floor measured in the same run.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from dpbandit.agents import dp_ucb_kernels as kernels
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
-from dpbandit.agents.dp_ucb_release import DPUCBRelease, factor, frozen, ucb_index
-from dpbandit.agents.private import (CONTEXT_RTOL, Curator, PrivateAgent, RewardClip, check_context_bound,
-                                     context_l2_bound, l2_bound_text, require_finite_theta_bound,
-                                     reward_clip_range)
+from dpbandit.agents.dp_ucb_calibration import (CALIBRATIONS, DPUCBCalibration, dpucb_sigma, paper_levels,
+                                                privacy_report)
+from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen, lift, ucb_index
+from dpbandit.agents.private import (CONTEXT_RTOL, Curator, PrivateAgent, check_context_bound,
+                                     require_finite_theta_bound)
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
-from dpbandit.privacy.ledger import PrivacyLedger
-from dpbandit.privacy.tree_calibration import calibrate_tree_sigma
-from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
+from dpbandit.privacy.noise import GaussianNoise
 from dpbandit.privacy.packed import packed_layout
-from dpbandit.privacy.tree import TreeAccounting, tree_depth
 from dpbandit.privacy.tree_noise import TreeNoise
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_int, check_real
 
 __all__ = ["CALIBRATIONS", "DPUCB", "DPUCBCalibration", "DPUCBCurator", "DPUCBRelease", "dpucb_sigma", "paper_levels"]
 
-#: Node-noise calibrations: E6 (tight) or the paper's formula (§7.4).
-CALIBRATIONS: tuple[str, ...] = ("tight", "paper")
-
 _NO_NOISE = np.empty(0)  # the packed noise with the noise off
-
-
-def paper_levels(horizon: int) -> int:
-    """The papers' ``m = ceil(log2 T) + 1`` (>= the L_T = floor(log2 T) + 1 nodes an item really enters)."""
-    return (check_int("horizon", horizon, low=1) - 1).bit_length() + 1
-
-
-def dpucb_sigma(epsilon: float, delta: float, horizon: int, l_tilde: float, calibration: str = "tight") -> float:
-    """Node std sigma_n of the Gram-matrix tree: (epsilon, delta)-DP releases for items ``v v^T``, ``||v|| <= L~``.
-
-    "tight" (``spec/errata.md`` E6): ``sqrt(L_T) L~^2 / mu*``; "paper" (§7.4, E5): ``4 sqrt(m) L~^2 ln(4/delta) /
-    epsilon``. Known answers (T = 1e4, epsilon = 1, delta = 1e-4, L~ = sqrt 2): 23.84 and 328.3. ``epsilon = inf``
-    gives 0 (noise off).
-    """
-    epsilon = check_epsilon(epsilon, allow_inf=True)
-    delta = check_delta(delta, allow_zero=False)
-    l_tilde = check_real("l_tilde", l_tilde, low=0.0, low_inclusive=False)
-    calibration = check_choice("calibration", calibration, CALIBRATIONS)
-    check_int("horizon", horizon, low=1)
-    if math.isinf(epsilon):
-        return 0.0
-    if calibration == "paper":
-        return 4.0 * math.sqrt(paper_levels(horizon)) * l_tilde**2 * math.log(4.0 / delta) / epsilon
-    # E5: per-node Mahalanobis shift <= L~^2/sigma_n, i.e. a Gaussian of sensitivity L~^2 per node, L_T nodes.
-    return calibrate_tree_sigma(epsilon, delta, horizon, l_tilde**2, method="exact")
-
-
-@dataclass(frozen=True)
-class DPUCBCalibration:
-    """Every constant of one DP-UCB run (module docstring), derived from the environment's public constants."""
-
-    epsilon: float
-    delta: float
-    calibration: str  # "tight", "paper" or "none" (epsilon = inf)
-    horizon: int
-    dim: int
-    n_models: int
-    context_norm: str
-    context_bound: float
-    L: float  # l2 bound of a feature vector
-    clip: RewardClip  # the reward clip (private.reward_clip_range)
-    B: float  # bound on |reward| after clipping
-    l_tilde: float
-    sigma_n: float
-    m: int
-    alpha: float
-    lam: float
-    sigma: float  # sub-Gaussian scale of the reward noise (E5)
-    S: float  # l2 bound of theta
-    upsilon: float
-    rho_min: float
-    rho_max: float
-    gamma: float
-
-    @classmethod
-    def build(cls, c: BanditConstants, epsilon: float, delta: float, calibration: str, alpha: float, lam: float,
-              reward_clip: float | None) -> DPUCBCalibration:
-        d, T = c.dim, c.horizon
-        L = context_l2_bound(c)
-        clip = reward_clip_range(c, reward_clip, name="reward_clip")
-        B = clip.bound
-        l_tilde = math.sqrt(L * L + B * B)
-        private = math.isfinite(epsilon)
-        sigma_n = dpucb_sigma(epsilon, delta, T, l_tilde, calibration)
-        m = paper_levels(T)
-        log_term = math.log(2.0 * T / alpha)
-        upsilon = sigma_n * math.sqrt(2.0 * m) * (4.0 * math.sqrt(d) + 2.0 * log_term)
-        rho_min, rho_max = upsilon + lam, 3.0 * upsilon + lam
-        gamma = sigma_n * math.sqrt(m) * (math.sqrt(d) + math.sqrt(2.0 * log_term)) / math.sqrt(rho_min)
-        sigma = c.noise_std if c.link == "identity" else 0.5  # a {0, 1} reward is 1/2-sub-Gaussian
-        return cls(
-            epsilon=epsilon, delta=delta, calibration=calibration if private else "none", horizon=T, dim=d,
-            n_models=c.n_arms if c.structure == "disjoint" else 1, context_norm=c.context_norm,
-            context_bound=c.context_bound, L=L, clip=clip, B=B, l_tilde=l_tilde, sigma_n=sigma_n, m=m, alpha=alpha,
-            lam=lam, sigma=sigma, S=c.theta_bound, upsilon=upsilon, rho_min=rho_min, rho_max=rho_max, gamma=gamma,
-        )
-
-    @property
-    def shift(self) -> float:
-        """The regulariser added to the noisy Gram matrix: ``2 Upsilon + lam``."""
-        return 2.0 * self.upsilon + self.lam
-
-    def beta(self, t: int) -> float:
-        """Confidence width beta_t after t public rounds (§7.4, square-root form)."""
-        log_alpha, ratio, L2, d_rho, offset = self._beta_terms
-        inner = log_alpha + self.dim * math.log(ratio + t * L2 / d_rho)
-        return self.sigma * math.sqrt(inner) + offset + self.gamma
-
-    @cached_property
-    def _beta_terms(self) -> tuple[float, ...]:
-        """beta_t's terms that do not depend on t (computed once; beta runs every round)."""
-        return (2.0 * math.log(2.0 / self.alpha), self.rho_max / self.rho_min, self.L**2, self.dim * self.rho_min,
-                self.S * math.sqrt(self.rho_max))
-
-    @property
-    def sensitivity_assumption(self) -> str:
-        bound = l2_bound_text(self.context_norm, self.context_bound, self.L)
-        return (f"contexts {bound} (environment constants); {self.clip.describe()}, so |y| <= B = {self.B:.6g}; "
-                f"L~ = sqrt(L^2 + B^2) = {self.l_tilde:.6g}; one item [x; y][x; y]^T per user, replace-one change "
-                f"||vv^T - ww^T||_F <= sqrt(2) L~^2 (E5, docs/derivations.md#e5)")
-
-
-def lift(chol: np.ndarray, V: np.ndarray, failed: np.ndarray, rho_min: float) -> None:
-    """Refactor into ``chol`` (M, d, d) the models where ``failed`` (M,) is set, their V_t (``V``, lower
-    triangles) lifted to ``lambda_min = rho_min`` (:func:`~dpbandit.agents.dp_ucb_release.factor`)."""
-    for m in np.flatnonzero(failed):
-        chol[m] = factor(V[m], rho_min)
+_NO_SUFFIX, _NO_DRAWS = np.empty((1, 0)), np.empty((0, 0))  # a block's tree path and draws with the noise off
+_CHUNK = 1 << 16  # most node-noise floats a block draws at once (512 KiB)
 
 
 class DPUCBCurator(Curator):
@@ -255,6 +143,66 @@ class DPUCBCurator(Curator):
         failures = kernels.close_and_publish(noise.suffix, level, draw, noise.scale, self._gram, self._v, real,
                                              self._V, u, chol, self._failed)
         self._release = self._released(chol, u, failures)
+
+    def play_block(self, obs: np.ndarray, rewards: np.ndarray, tie_break) -> np.ndarray:
+        """Serve the n users of a block (a :class:`~dpbandit.envs.blocks.RoundBlock`'s ``obs`` (n, K, d) and
+        ``rewards`` (n, K)), each exactly as the action rule, :meth:`stage` and :meth:`observe` serve one: runs of
+        rounds in one kernel (:func:`~dpbandit.agents.dp_ucb_kernels.play_rounds`) with the release kept in place,
+        handing back to Python a tie (``tie_break(scores) -> arm``, the action rule's, on the exploration stream),
+        an item a check may refuse, and a lift. The privacy stream's node draws are made up to ``_CHUNK`` floats at
+        a time: the same normals in the same order as one node per round (a refused round, which ends the run, leaves
+        that stream past the rest of its chunk). Returns the arms (n,) intp."""
+        cal, noise, K = self.cal, self._noise, self.n_arms
+        obs, n, t0 = np.asarray(obs, dtype=float), len(obs), self._t
+        if obs.shape[1:] != self._shape or np.shape(rewards) != (n, K):
+            raise ValueError(f"a block must hold observations (n, K, d) and rewards (n, K), K = {K}, d = {cal.dim}; "
+                             f"got {obs.shape} and {np.shape(rewards)}")
+        rewards = np.asarray(rewards, dtype=float)
+        if t0 + n > cal.horizon:
+            raise ValueError(f"DP-UCB is calibrated for horizon T = {cal.horizon} (the environment's); cannot serve "
+                             f"users {t0 + 1}-{t0 + n}")
+        beta = cal.beta
+        betas = [beta(t) for t in range(t0, t0 + n + 1)]
+        arms, out, beta_array = np.empty(n, dtype=np.intp), np.empty(K), np.array(betas)
+        chol, u = self._release.cholesky.copy(), self._release.response.copy()
+        low, high, linf = self._clip
+        if noise is None:
+            suffix, scale, per_chunk, draws = _NO_SUFFIX, 0.0, n, _NO_DRAWS
+        else:
+            suffix, scale, P = noise.suffix, noise.scale, noise.suffix.shape[1]
+            per_chunk = max(1, min(n, _CHUNK // P))
+            buffer = np.empty((per_chunk, P))
+        done = 0
+        try:
+            for first in range(0, n, per_chunk):
+                stop = min(n, first + per_chunk)
+                if noise is not None:
+                    draws = noise._rng.standard_normal(out=buffer[: stop - first])
+                i, forced, trusted = first, -1, False
+                while i < stop:
+                    i, reason = kernels.play_rounds(obs, rewards, i, stop, forced, trusted, low, high, linf,
+                                                    self._bound, beta_array, t0, suffix, draws, first, scale,
+                                                    self._gram, self._v, chol, u, self._failed, out, arms)
+                    done, forced, trusted = i, -1, False
+                    if reason == kernels.TIE:
+                        forced = tie_break(out)
+                    elif reason == kernels.CHECK:  # the single path's checks and errors (stage)
+                        forced, trusted = int(arms[i]), True
+                        check_real("reward", float(rewards[i, forced]))
+                        check_context_bound(obs[i, forced], cal.context_norm, cal.context_bound)
+                    elif reason == kernels.LIFT:  # V_t of the failed models, as publish wrote it, then the lift
+                        for m in np.flatnonzero(self._failed):
+                            kernels.noisy_lower(self._gram, suffix[0], m, self._V[m], u)
+                        lift(chol, self._V, self._failed, cal.rho_min)
+                        i = done = i + 1
+        finally:
+            self._t = t0 + done
+            if noise is not None:
+                noise._t = self._t
+            chol.setflags(write=False)
+            u.setflags(write=False)
+            self._release = DPUCBRelease(self._t, chol, u, betas[done], self._shared)
+        return arms
 
     def publish(self, model: int, noise: np.ndarray, previous: np.ndarray) -> DPUCBRelease:
         """Add the staged item to ``model``'s exact sums and release the noisy V_t and u
@@ -310,30 +258,7 @@ class DPUCBCurator(Curator):
         return self._release
 
     def privacy_report(self):
-        cal = self.cal
-        ledger = PrivacyLedger(neighboring="replace-one")
-        form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm blocks on one clock"
-        # the packed Gaussian tree is the symmetric-noise tree of E5 (module dpbandit.privacy.packed); recorded so
-        depth = tree_depth(cal.horizon)
-        accounting = TreeAccounting(mechanism="binary tree (vanilla)",
-                                    noise=SymmetricGaussianNoise(cal.sigma_n) if cal.sigma_n > 0 else None,
-                                    nodes_per_item=depth, depth=depth, horizon=cal.horizon,
-                                    shape=(cal.n_models, cal.dim + 1, cal.dim + 1))
-        ledger.add_tree(accounting, math.sqrt(2.0) * cal.l_tilde**2,
-                        mechanism=f"DP-UCB Gram-matrix tree ({form}; sigma_n: {cal.calibration})")
-        if cal.calibration == "none":
-            return ledger.report(cal.delta, guarantee="none", sensitivity_assumption=cal.sensitivity_assumption,
-                                 note="epsilon = inf: noise off, no privacy guarantee (ridge LinUCB, OFUL width)")
-        note = (f"target (epsilon, delta) = ({cal.epsilon:g}, {cal.delta:g}); sigma_n = {cal.sigma_n:.6g} "
-                f"({'E6, docs/derivations.md#e6' if cal.calibration == 'tight' else 'docs/derivations.md#hfw-7, E5'}); "
-                f"Upsilon = {cal.upsilon:.6g}, regulariser 2 Upsilon + lam = {cal.shift:.6g}, alpha = {cal.alpha:g}. "
-                "JDP by the billboard lemma: actions use only the releases and the user's own context.")
-        if cal.n_models > 1:
-            note += (" Disjoint form: a user's data decides which arm's block gets the real item; the change over all "
-                     "K blocks is <= sqrt(2) L~^2 in Frobenius norm either way, so the K blocks are one Gaussian "
-                     "mechanism (one tree), accounted once at the full budget.")
-        return ledger.report(cal.delta, guarantee="JDP", sensitivity_assumption=cal.sensitivity_assumption,
-                             note=note, target_epsilon=cal.epsilon)
+        return privacy_report(self.cal)
 
 
 class DPUCB(PrivateAgent):
@@ -407,3 +332,12 @@ class DPUCB(PrivateAgent):
         (ties at random, NaN refused: :func:`~dpbandit.agents.baselines.argmax_random_tie`)."""
         values, best, ties = ucb_index(release, observation)
         return best if ties == 1 else argmax_random_tie(values, rng)
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The block's rounds (:meth:`DPUCBCurator.play_block`): the same arms, draws and releases as ``act`` and
+        ``update`` round by round."""
+        rng = self.rng
+        try:
+            return self.curator.play_block(block.obs, block.rewards, lambda values: argmax_random_tie(values, rng))
+        finally:
+            self._release = self.curator.release()

@@ -1,15 +1,19 @@
 """DP-UCB's per-round array work as compiled kernels (numba), for :mod:`dpbandit.agents.dp_ucb` and its batched form.
 
-At the dimensions DP-UCB is run at (d <= 200) a round's arrays are small, and written as numpy expressions the work
-took some 25 numpy and LAPACK calls whose fixed cost exceeded the arithmetic (issue 15: 5.4x the bare mechanism
-work at d = 20). Here a round of the curator is one kernel call (:func:`publish`) and the action rule's index one
-more (:func:`scores`). The loops are compiled without fast-math (IEEE operations in program order, so the bits do
-not depend on inlining or vectorisation); the factorisations and triangular solves are LAPACK's ``dpotrf`` and
-``dtrtrs``, SciPy's own (``scipy.linalg.cython_lapack``), called from the kernels. The batched form runs the same
-per-seed kernels over a leading seed axis, so its results equal the single seed's bit for bit.
+At the dimensions DP-UCB is run at (d <= 200) a round's arrays are small, and written as numpy expressions the work took
+some 25 numpy and LAPACK calls whose fixed cost exceeded the arithmetic (issue 15: 5.4x the bare mechanism work at
+d = 20). Here a round of the curator is one kernel call (:func:`publish`) and the action rule's index one more
+(:func:`scores`); a block of rounds (``DPUCB.play_block``, issue 25) is one call of :func:`play_rounds` for runs of
+rounds, the index and the curator's round fused with the release kept in place (no arrays allocated per round, no V_t
+copy: at d = 400 those passes over (d, d) matrices were a tenth of a round). The loops are compiled without fast-math
+(IEEE operations in program order, so the bits do not depend on inlining or vectorisation); the factorisations and
+triangular solves are LAPACK's ``dpotrf`` and ``dtrtrs``, SciPy's own (``scipy.linalg.cython_lapack``), called from the
+kernels. The batched form runs the same per-seed kernels over a leading seed axis, so its results equal the single
+seed's bit for bit.
 
-Layouts (every array C-contiguous). ``gram`` (M, n, n), n = d + 1: the exact sums ``sum_s v_s v_s^T`` (and the
-shift on the Gram block's diagonal) in the lower triangles; ``noise`` (M P,), P = n (n + 1) / 2: the tree's packed
+Layouts (every array C-contiguous except a block's observations, which may be a broadcast view). ``gram``
+(M, n, n), n = d + 1: the exact sums ``sum_s v_s v_s^T`` (and the shift on the Gram block's diagonal) in the lower
+triangles; ``noise`` (M P,), P = n (n + 1) / 2: the tree's packed
 noise (:mod:`dpbandit.privacy.packed`; its order, column by column of the upper triangle, is row by row of the
 lower triangle, where the entries are mirrored), or an empty array with the noise off; ``V`` and ``chol``
 (M, d, d): V_t's lower triangles and the lower Cholesky factors C of V_t (``V_t = C C^T``; a C-ordered lower
@@ -30,7 +34,8 @@ from dpbandit.agents.baselines import best_and_ties
 from dpbandit.compiled import kernel
 from dpbandit.privacy.tree_noise import close_node
 
-__all__ = ["close_and_publish", "load_item", "load_items", "publish", "publish_stack", "scores", "scores_stack"]
+__all__ = ["add_item", "close_and_publish", "load_item", "load_items", "noisy_lower", "play_rounds", "publish",
+           "publish_stack", "scores", "scores_stack"]
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -110,37 +115,19 @@ def load_items(obs, arms, rewards, low, high, linf, v):
 @kernel
 def publish(gram, v, model, noise, V, u, chol, previous, failed):
     """One round of the curator: add the item ``v v^T`` ((n,)) to ``gram[model]``'s lower triangle; write the
-    lower triangles of ``V = G + H~`` (M, d, d) and the release's ``u`` (M, d) from ``gram + phi^{-1}(noise)`` (the
-    diagonal noise is ``sqrt(2)`` times its packed entry, :mod:`dpbandit.privacy.packed`); and factor V into the
-    release's ``chol`` (M, d, d), zero above the diagonals (the caller allocates the release's arrays, uninitialised:
-    boxing fresh arrays out of a kernel costs more than the work at d = 20). With the noise on
-    every model changed (fresh node noise for all) and is factored; with it off only ``model`` is, the others'
-    factors are copied from ``previous`` (M, d, d), and all are factored if ``previous`` is empty (0, d, d).
-    ``failed`` (M,) gets 1 where V_t is not positive definite (the caller lifts it,
-    :func:`~dpbandit.agents.dp_ucb_release.factor`), else 0; returns the number of such models. The bottom-right
-    entry of ``gram``, a sum of y^2, is never read."""
-    n = v.shape[0]
-    d = n - 1
-    g = gram[model]
-    for i in range(n):
-        vi = v[i]
-        for j in range(i + 1):
-            g[i, j] += vi * v[j]
+    lower triangles of ``V = G + H~`` (M, d, d) and the release's ``u`` (M, d) from ``gram + phi^{-1}(noise)``
+    (:func:`noisy_lower`); and factor V into the release's ``chol`` (M, d, d), zero above the diagonals (the caller
+    allocates the release's arrays, uninitialised: boxing fresh arrays out of a kernel costs more than the work at
+    d = 20). With the noise on every model changed (fresh node noise for all) and is factored; with it off only
+    ``model`` is, the others' factors are copied from ``previous`` (M, d, d), and all are factored if ``previous`` is
+    empty (0, d, d). ``failed`` (M,) gets 1 where V_t is not positive definite (the caller lifts it,
+    :func:`~dpbandit.agents.dp_ucb_release.factor`), else 0; returns the number of such models."""
+    add_item(gram[model], v)
+    d = V.shape[1]
     noisy = noise.shape[0] > 0
-    p = 0
-    for m in range(gram.shape[0]):
-        for i in range(n):
-            for j in range(i + 1):
-                value = gram[m, i, j]
-                if noisy:
-                    value += noise[p] * _SQRT2 if i == j else noise[p]
-                p += 1
-                if i < d:
-                    V[m, i, j] = value
-                elif j < d:
-                    u[m, j] = value
     failures = 0
     for m in range(gram.shape[0]):
+        noisy_lower(gram, noise, m, V[m], u)
         failed[m] = 0
         if noisy or m == model or previous.shape[0] == 0:
             for i in range(d):
@@ -154,6 +141,42 @@ def publish(gram, v, model, noise, V, u, chol, previous, failed):
         else:
             chol[m] = previous[m]
     return failures
+
+
+@kernel
+def add_item(g, v):
+    """Add the item ``v v^T`` ((n,)) to the lower triangle of the exact sums ``g`` (n, n)."""
+    for i in range(v.shape[0]):
+        vi = v[i]
+        for j in range(i + 1):
+            g[i, j] += vi * v[j]
+
+
+@kernel
+def noisy_lower(gram, noise, m, out, u):
+    """Model ``m``'s noisy release from ``gram + phi^{-1}(noise)``: the lower triangle of ``V = G + H~`` into ``out``
+    (d, d) (above the diagonal untouched) and the response column into ``u[m]`` (the diagonal noise is ``sqrt(2)``
+    times its packed entry, :mod:`dpbandit.privacy.packed`; ``noise`` (M P,) or empty with the noise off). The
+    bottom-right entry of ``gram``, a sum of y^2, is never read. (Row by row without branches in the inner loop, so
+    that it vectorises: each entry is still one IEEE addition, the same bits.)"""
+    n = gram.shape[1]
+    d = n - 1
+    g = gram[m]
+    if noise.shape[0] == 0:
+        for i in range(d):
+            for j in range(i + 1):
+                out[i, j] = g[i, j]
+        for j in range(d):
+            u[m, j] = g[d, j]
+        return
+    p = m * (n * (n + 1) // 2)
+    for i in range(d):
+        for j in range(i):
+            out[i, j] = g[i, j] + noise[p + j]
+        out[i, i] = g[i, i] + noise[p + i] * _SQRT2
+        p += i + 1
+    for j in range(d):
+        u[m, j] = g[d, j] + noise[p + j]
 
 
 @kernel
@@ -227,3 +250,68 @@ def scores_stack(chol, response, X, beta, out, best, ties):
     for s in range(chol.shape[0]):
         best[s], ties[s] = scores(chol[s], response[s], X[s], beta, out[s])
     return out
+
+
+#: :func:`play_rounds`' reasons to hand a round back to Python: all rounds played, a tie (or NaN) in the index, an
+#: item a check may refuse, a V_t that is not positive definite (the round is played; its models need the lift).
+DONE, TIE, CHECK, LIFT = 0, 1, 2, 3
+
+
+@kernel
+def play_rounds(obs, rewards, start, stop, forced, trusted, low, high, linf, bound, betas, t0, suffix, draws,
+                first_draw, scale, gram, v, chol, u, failed, out, arms):
+    """Rounds ``start ... stop - 1`` of a block, each the single path's round (``DPUCB.act`` then ``update``) with the
+    release kept in place: the action rule's index from the release ``chol`` (M, d, d), ``u`` (M, d) and ``betas[i]``
+    and the user's own ``obs[i]`` (n, K, d) only (:func:`scores`, into ``out`` (K,)), the arm into ``arms[i]``; then the
+    curator: the item of ``rewards[i, arm]`` (n, K) (:func:`load_item`), the exact sums' rank-one update, and the new
+    release: with the noise on (``draws`` (r, M P) non-empty) the tree's node closing at user ``t0 + i + 1`` with noise
+    ``scale * draws[i - first_draw]`` in the path sums ``suffix`` (:func:`~dpbandit.privacy.tree_noise.close_node`) and
+    every model refactored, with it off (``draws`` empty, ``suffix`` (1, 0)) only the played model's. ``forced`` >= 0 is
+    round ``start``'s arm (a tie broken by the caller) and ``trusted`` says round ``start``'s item passed the caller's
+    checks. Returns ``(i, reason)``: ``(stop, DONE)``, or the round ``i`` the caller must finish: ``TIE`` (``out`` holds
+    its index), ``CHECK`` (the item's norm is not within ``bound`` or the reward not finite; ``arms[i]`` is set) or
+    ``LIFT`` (round i is played and ``failed`` (M,) marks the V_t to lift). The upper triangles of ``chol`` stay as they
+    are (zero). Shapes are checked first (numba does not check indices), the tree's depth against user ``t0 + stop``
+    too."""
+    n, K, d = obs.shape
+    M = gram.shape[0]
+    noisy = draws.shape[0] > 0
+    if (rewards.shape != (n, K) or arms.shape[0] != n or out.shape[0] != K or not 0 <= start <= stop <= n
+            or betas.shape[0] < stop or (M != 1 and M != K) or gram.shape[1:] != (d + 1, d + 1)
+            or chol.shape != (M, d, d) or u.shape != (M, d) or v.shape[0] != d + 1 or failed.shape[0] != M
+            or (noisy and (not first_draw <= start <= stop <= first_draw + draws.shape[0]
+                           or draws.shape[1] != M * (d + 1) * (d + 2) // 2 or suffix.shape[1] != draws.shape[1]
+                           or (t0 + stop) >> (suffix.shape[0] - 1) != 0))):
+        raise ValueError("play_rounds: obs (n, K, d), rewards (n, K), arms (n,), out (K,), betas (> stop,), "
+                         "gram (M, d+1, d+1), chol (M, d, d), u (M, d), v (d+1,), failed (M,) with M = 1 or K, "
+                         "draws covering rounds start..stop - 1 and a tree deep enough for user t0 + stop")
+    for i in range(start, stop):
+        if i == start and forced >= 0:
+            arm = forced
+        else:
+            arm, ties = scores(chol, u, obs[i], betas[i], out)
+            if ties != 1:
+                return i, TIE
+        arms[i] = arm
+        norm = load_item(obs[i], arm, rewards[i, arm], low, high, linf, v)
+        if not (norm <= bound or (i == start and trusted)):
+            return i, CHECK
+        model = arm if M > 1 else 0
+        add_item(gram[model], v)
+        failures = 0
+        if noisy:
+            t, level = t0 + i + 1, 0
+            while (t >> level) & 1 == 0:
+                level += 1
+            close_node(suffix, level, draws[i - first_draw], scale)
+        for m in range(M):
+            failed[m] = 0
+            if noisy or m == model:
+                noisy_lower(gram, suffix[0], m, chol[m], u)
+                if _cholesky(chol[m]) != 0:
+                    failed[m] = 1
+                    failures += 1
+        if failures:
+            return i, LIFT
+    return stop, DONE
+

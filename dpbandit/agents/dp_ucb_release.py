@@ -1,10 +1,10 @@
 """DP-UCB's release and what the action rule computes from it (``dpbandit.agents.dp_ucb``).
 
-:class:`DPUCBRelease` holds the lower Cholesky factors C of V_t and the noisy response column u (read-only), from
-which ``theta_hat_t = V_t^{-1} u``; :func:`factor` is the post-processing lift of a V_t that the noise made
-indefinite; :func:`ucb_scores` the optimistic index ``x_a^T theta_hat + beta_t
-||x_a||_{V_t^{-1}}`` of each arm for one user, by forward substitution with the factors: with ``w = C^{-1} x`` and
-``r = C^{-1} u``, ``x^T theta_hat = w . r`` and ``||x||_{V^{-1}} = ||w||_2``.
+:class:`DPUCBRelease` holds the lower Cholesky factors C of V_t and the noisy response column u (read-only), from which
+``theta_hat_t = V_t^{-1} u``; :func:`factor` is the post-processing lift of a V_t that the noise made indefinite
+(:func:`lift` for the models a kernel could not factor); :func:`ucb_scores` the optimistic index ``x_a^T theta_hat +
+beta_t ||x_a||_{V_t^{-1}}`` of each arm for one user, by forward substitution with the factors: with ``w = C^{-1} x``
+and ``r = C^{-1} u``, ``x^T theta_hat = w . r`` and ``||x||_{V^{-1}} = ||w||_2``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from scipy.linalg import lapack
 
 from dpbandit.agents.dp_ucb_kernels import scores
 
-__all__ = ["DPUCBRelease", "factor", "frozen", "ucb_index", "ucb_scores"]
+__all__ = ["DPUCBRelease", "factor", "frozen", "lift", "ucb_index", "ucb_scores"]
 
 
 @dataclass(frozen=True, init=False)
@@ -55,7 +55,7 @@ def factor(V: np.ndarray, rho_min: float) -> np.ndarray:
     """Lower Cholesky factor (d, d) of the symmetric matrix V_t whose lower triangle V (d, d) holds, lifted to
     ``lambda_min = rho_min`` if V_t is not positive definite (post-processing, no privacy cost; with probability
     <= alpha the noise exceeds the 2 Upsilon margin). The curator's kernel factors V_t itself and calls this only
-    for a V_t it could not factor (:func:`~dpbandit.agents.dp_ucb.lift`).
+    for a V_t it could not factor (:func:`lift`).
     """
     sym = np.tril(V) + np.tril(V, -1).T
     C, info = lapack.dpotrf(sym, lower=1, clean=1)
@@ -84,3 +84,10 @@ def ucb_index(release: DPUCBRelease, observation: np.ndarray) -> tuple[np.ndarra
     out = np.empty(shape[0])
     best, ties = scores(C, release.response, X, release.beta, out)
     return out, best, ties
+
+
+def lift(chol: np.ndarray, V: np.ndarray, failed: np.ndarray, rho_min: float) -> None:
+    """Refactor into ``chol`` (M, d, d) the models where ``failed`` (M,) is set, their V_t (``V``, lower
+    triangles) lifted to ``lambda_min = rho_min`` (:func:`factor`)."""
+    for m in np.flatnonzero(failed):
+        chol[m] = factor(V[m], rho_min)

@@ -70,9 +70,12 @@ greedy ridge (a release after every user, no centring or row clip).
 **Cost.** Per round O(d): the played row is copied into a buffer of
 :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users, whose Gram matrix and moments are added to the episode's sums
 when it is full (BLAS level 3: O(d^2) amortised flops a user; memory O(M d^2 + chunk d), whatever the episode's
-length; :mod:`~dpbandit.agents.episode_sums`); per episode one d x d eigendecomposition per model (episodes of >= M d
-users: O(d^2) a user); O(d) Python work per round. Noise off, modes "weighted"/"sum": Sherman-Morrison, O(d^2) a user. The action costs O(K d) (greedy) or O(K d^2)
-(UCB width).
+length; :mod:`~dpbandit.agents.episode_sums`); O(d) Python work per round. Per episode and model, the floored V by
+:class:`~dpbandit.agents.floored_ridge.FlooredRidge`: two Cholesky factorisations (d^3/3 flops each) while the
+floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more), the eigendecomposition where it
+acts. The action costs O(K d) (greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
+Episodes of >= M d users by default (O(d^3) a release: O(d^2) a user amortised); noise off, modes "weighted"/"sum":
+Sherman-Morrison, O(d^2) a user.
 """
 
 from __future__ import annotations
@@ -85,12 +88,13 @@ import numpy as np
 from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
+from dpbandit.agents.floored_ridge import FlooredRidge
 from dpbandit.agents.episodic_ridge_calibration import (MODES, ROW_CLIP_FACTOR, UNBOUNDED_GRAM_SHARE,
                                                         EpisodicRidgeCalibration, clip_rows, default_row_clip,
                                                         theta_l2_bound)
 from dpbandit.agents.private import PrivateAgent, read_only, require_finite_theta_bound
 from dpbandit.agents.release_combination import noise_regulariser, pool_gram
-from dpbandit.agents.release_rules import RULES, thompson_scale, thompson_scores, ucb_radius, ucb_scores
+from dpbandit.agents.release_rules import RULES, thompson_scores, ucb_radius, ucb_scores
 from dpbandit.agents.ridge import RidgeState
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
@@ -107,10 +111,13 @@ class EpisodicRidgeRelease:
 
     ``gram`` (M, d, d) and ``moment`` (M, d): the noisy statistics the estimate uses (the last release, the sum of
     ``n_summed`` releases in mode "sum", or their weighted sum in mode "weighted"; None when kept by Sherman-Morrison
-    with the noise off); ``theta`` (M, d); ``v_inv`` (M, d, d): ``V^{-1}`` (for the UCB width; None then unless
-    ``ucb_alpha > 0``); ``ucb_alpha``; ``episode``: releases so far. The action ``rule``
-    ("greedy", "ucb", "thompson") and its public arrays: ``beta`` (M,) the UCB radius; ``basis`` (M, d, d) and
-    ``scale`` (M, d) the Thompson draw's eigenvectors of V and sds (:mod:`~dpbandit.agents.release_rules`).
+    with the noise off); ``theta`` (M, d); ``v_inv`` (M, d, d): ``V^{-1}`` for a UCB width (``rule="ucb"`` or
+    ``ucb_alpha > 0``), else None; ``ucb_alpha``;
+    ``episode``: releases so far. The action ``rule`` ("greedy", "ucb", "thompson") and its public arrays: ``beta``
+    (M,) the UCB radius; ``basis`` (M, d, d) and ``scale`` (M, d) the Thompson draw ``theta + basis (scale * xi)``,
+    ``basis diag(scale^2) basis^T = R^2 V^{-1} + tau^2 V^{-2}``: ``V^{-1} C`` and ones (:mod:`~dpbandit.agents.
+    floored_ridge`), or V's eigenvectors and sds where the eigenvalue floor acts (:mod:`~dpbandit.agents.
+    release_rules`).
     """
 
     gram: np.ndarray | None
@@ -190,14 +197,10 @@ class EpisodicRidgeCurator(EpisodicCurator):
         if cal.gram_pool:  # one pooled shape for every arm (post-processing of released arrays, §6.7)
             shape, w_norm = pool_gram(gram, w_norm)
         lam = self._regulariser(n_summed, w_norm)
-        # V = G~ + lam I with eigenvalues floored at ridge (post-processing): V^{-1} = U diag(1/max(e, ridge)) U^T
-        if shape.any():
-            evals, evecs = np.linalg.eigh(shape + lam[:, None, None] * np.eye(d))
-        else:  # nothing released yet (the first release): V = lam I, no O(d^3) decomposition
-            evals, evecs = np.repeat(lam[:, None], d, axis=1), np.repeat(np.eye(d)[None], len(lam), axis=0)
-        evals = np.maximum(evals, cal.ridge)
-        v_inv = (evecs / evals[:, None, :]) @ evecs.transpose(0, 2, 1)  # U diag(1/e) U^T by BLAS-3 matmul
-        theta = np.einsum("mij,mj->mi", v_inv, moment)
+        # V = G~ + lam I with eigenvalues floored at ridge (post-processing): Cholesky where the floor is inactive
+        V = FlooredRidge(shape, lam, cal.ridge, psd=self._gram_noise is None, draws=cal.rule == "thompson")
+        v_inv = V.inverse() if cal.rule == "ucb" or cal.ucb_alpha > 0 else None
+        theta = V.solve(moment, v_inv)
         beta = basis = scale = None
         if cal.rule == "ucb":
             beta = ucb_radius(R=cal.spread, S=cal.theta_l2, L=cal.L, dim=d, ridge=cal.ridge, n_users=self.t,
@@ -205,8 +208,10 @@ class EpisodicRidgeCurator(EpisodicCurator):
             beta.setflags(write=False)
         elif cal.rule == "thompson":
             tau2 = (cal.sigma_b * w_norm) ** 2 + (cal.sigma_G * w_norm) ** 2 * np.einsum("mi,mi->m", theta, theta)
-            basis, scale = read_only(evecs, thompson_scale(evals, cal.spread, tau2))
-        return EpisodicRidgeRelease(*read_only(gram, moment, theta, v_inv), ucb_alpha=cal.ucb_alpha,
+            basis, scale = read_only(*V.draw_factor(cal.spread, tau2))
+        if v_inv is not None:
+            v_inv.setflags(write=False)
+        return EpisodicRidgeRelease(*read_only(gram, moment, theta), v_inv, ucb_alpha=cal.ucb_alpha,
                                     shared=cal.n_models == 1, episode=episode, n_summed=n_summed, rule=cal.rule,
                                     beta=beta, basis=basis, scale=scale, row_clip=cal.row_clip)
 
@@ -398,8 +403,8 @@ class EpisodicRidge(PrivateAgent):
     def memory_estimate(self) -> int:
         """The curator's peak, checked before anything is allocated: its chunk buffer (contexts, arms, rewards of
         :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users) and per model about ten (d+1) x (d+1) matrices (the
-        episode's sums, their noise, the combined statistics, the eigendecomposition and V^{-1} of the release). It
-        does not grow with T."""
+        episode's sums, their noise, the combined statistics, V and its Cholesky factor, V^{-1} for a UCB width, the
+        Thompson factor; :mod:`~dpbandit.agents.floored_ridge`). It does not grow with T."""
         rows, models = min(CHUNK_ROWS, self.schedule.max_length), self.cal.n_models
         return 8 * (2 * rows * (self.dim + 2) + 10 * models * (self.dim + 1) ** 2)
 

@@ -50,13 +50,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie
+from dpbandit.agents.episode_rows import EpisodeRows, check_disk
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator
 from dpbandit.agents.private import PrivateAgent, RewardClip, require_finite_theta_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
-from dpbandit.optim.niht import (LINKS, NIHTConfig, mean_at_zero, niht_gradient, published_peeling_scale,
-                                 rows_gradient)
+from dpbandit.optim.niht import LINKS, NIHTConfig, mean_at_zero, niht_gradient, published_peeling_scale
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.peeling import SELECTIONS, peeling_scale
 from dpbandit.validation import check_choice, check_int, check_real
@@ -104,20 +104,25 @@ class FLIPHATCurator(EpisodicCurator):
     with M > 1 and the identity link, the sums ``G_m = sum x x^T`` and ``b_m = sum x y`` (the gradient is
     ``G_m theta - b_m``). Both are absorbed chunk by chunk (:mod:`dpbandit.agents.episode_sums`: memory O(K d) or
     O(K d^2), plus :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` rows). The logistic link with M > 1 needs the
-    episode's rows for every gradient pass: it buffers the longest episode (about T/2 rows of d floats), which
-    :meth:`FLIPHAT.memory_estimate` states before anything is allocated, so that a run that cannot fit is refused.
+    episode's rows for every gradient pass: each chunk goes to temporary files and every pass streams them back
+    (:mod:`dpbandit.agents.episode_rows`: memory O(d) chunks; disk about 8 (d + 1) bytes per user of the longest
+    episode, checked against the free space before any work by :class:`FLIPHAT`), the same gradient as from the rows
+    in memory.
     """
 
     def __init__(self, agent: FLIPHAT, rng: np.random.Generator):
         self._agent, self._rng = agent, rng
         c = agent.constants
         self._n_models = agent.n_arms if agent.structure == "disjoint" else 1
-        self._sums, self._with_gram = None, agent.iterations > 1
+        self._sums = self._rows = None
+        self._with_gram = agent.iterations > 1
         if agent.keeps_sums:
             self._sums = EpisodeSums(self._n_models, agent.dim, gram=self._with_gram)
             self._mu0 = mean_at_zero(agent.link)
+        else:
+            self._rows = EpisodeRows(self._n_models, agent.dim)
         super().__init__(agent.schedule, agent.budget, c.n_arms, c.dim, c.context_norm, c.context_bound,
-                         agent.reward_clip, chunk=CHUNK_ROWS if agent.keeps_sums else None)
+                         agent.reward_clip, chunk=CHUNK_ROWS)
 
     def _initial_release(self) -> FLIPHATRelease:
         a = self._agent
@@ -161,20 +166,19 @@ class FLIPHATCurator(EpisodicCurator):
         return niht_gradient(gradient, a.dim, n_tilde, a.niht_config, a.rho_fit, self._rng).theta
 
     def _absorb(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
-        y = self._fit_rewards(rewards)
-        self._sums.absorb(X, arms if self._n_models > 1 else None, y if self._with_gram else self._mu0 - y)
+        y, models = self._fit_rewards(rewards), arms if self._n_models > 1 else None
+        if self._rows is not None:
+            self._rows.append(X, models, y)
+        else:
+            self._sums.absorb(X, models, y if self._with_gram else self._mu0 - y)
 
     def _gradients(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> tuple[list, np.ndarray]:
         """Per model, the summed gradient as a function of theta and the true count of users (the episode's last
         rows are absorbed first)."""
-        link = self._agent.link
-        if self._sums is None:
-            y = self._fit_rewards(rewards)
-            if self._n_models == 1:
-                return [rows_gradient(X, y, link)], np.array([X.shape[0]])
-            mine = [arms == m for m in range(self._n_models)]
-            return [rows_gradient(X[k], y[k], link) for k in mine], np.bincount(arms, minlength=self._n_models)
         self._absorb(X, arms, rewards)
+        if self._rows is not None:  # streamed from disk at every evaluation, until the episode is forgotten
+            link = self._agent.link
+            return [self._rows.gradient(m, link) for m in range(self._n_models)], self._rows.counts.copy()
         gram, moment, counts = self._sums.take()
         if gram is None:  # M = 1: the gradient at theta^0 = 0 is all the fit evaluates
             return [lambda theta, g=g: g for g in moment], counts
@@ -195,6 +199,8 @@ class FLIPHATCurator(EpisodicCurator):
                 if counts[arm] >= a.min_count:
                     theta[arm] = self._fit(gradients[arm], float(counts[arm]))
             counts.setflags(write=False)
+        if self._rows is not None:
+            self._rows.clear()  # forget the episode's rows (the files are closed and freed)
         theta.setflags(write=False)
         return FLIPHATRelease(theta, counts, self.n_releases + 1)
 
@@ -320,6 +326,8 @@ class FLIPHAT(PrivateAgent):
         self.niht_config = NIHTConfig(self.sparsity, self.step, self.iterations, self.radius, self.x_max, low,
                                           high, self.link, self.selection, self.iterate_sensitivity)
         self.sensitivity_assumption = self._describe_sensitivity(c)
+        check_disk(f"agent 'fliphat' (K={c.n_arms}, d={c.dim}, T={c.horizon}, {c.link} link, M={self.iterations})",
+                   self._disk_bytes(c.dim), "set TMPDIR to a larger folder, or reduce dim or horizon, or use iterations=1")
         super().__init__(constants)
 
     def _published(self, c: BanditConstants) -> None:
@@ -353,15 +361,23 @@ class FLIPHAT(PrivateAgent):
         return self.iterations == 1 or self.link == "identity"
 
     def memory_estimate(self) -> int:
-        """The curator's peak, checked before anything is allocated: its buffer (a chunk of rows, or the longest
-        episode's rows for the logistic link with M > 1) and the work arrays over it (about as large), the episode's
-        sums (:meth:`~dpbandit.agents.episode_sums.EpisodeSums.nbytes`) and the release."""
+        """The curator's peak, checked before anything is allocated: its buffer of a chunk of rows and the work
+        arrays over it (about as large), the episode's sums (:meth:`~dpbandit.agents.episode_sums.EpisodeSums.nbytes`)
+        or, for the logistic link with M > 1, the read buffer of the rows on disk
+        (:meth:`~dpbandit.agents.episode_rows.EpisodeRows.memory_bytes`), and the release. It does not grow with T."""
         models = self.n_arms if self.structure == "disjoint" else 1
-        if not self.keeps_sums:
-            return 8 * (2 * self.schedule.max_length * (self.dim + 2) + 4 * self.n_arms * self.dim)
         rows = min(CHUNK_ROWS, self.schedule.max_length)
-        return (8 * (2 * rows * (self.dim + 2) + 4 * self.n_arms * self.dim)
-                + EpisodeSums.nbytes(models, self.dim, self.iterations > 1))
+        kept = (EpisodeSums.nbytes(models, self.dim, self.iterations > 1) if self.keeps_sums
+                else EpisodeRows.memory_bytes(self.dim))
+        return 8 * (2 * rows * (self.dim + 2) + 4 * self.n_arms * self.dim) + kept
+
+    def disk_estimate(self) -> int:
+        """Bytes of temporary files at the longest episode: 0, or the rows on disk for the logistic link with M > 1
+        (:mod:`~dpbandit.agents.episode_rows`)."""
+        return self._disk_bytes(self.dim)
+
+    def _disk_bytes(self, dim: int) -> int:
+        return 0 if self.keeps_sums else EpisodeRows.disk_bytes(self.schedule.max_length, dim)
 
     def _make_curator(self, privacy_rng: np.random.Generator) -> FLIPHATCurator:
         return FLIPHATCurator(self, privacy_rng)

@@ -10,17 +10,19 @@ This is the hot path of the throughput benchmark: an act is one compiled pass (:
 ``A_a^{-1} x_a`` and ``x_a^T theta_a`` for every arm from the ridge buffer (O(K d^2)), the quadratic forms and the
 first largest score with its ties (broken with the round's uniform, :mod:`dpbandit.agents.draws`); an update is one
 O(d^2) rank-one step (:func:`~dpbandit.agents.ridge.sherman_morrison`). :meth:`LinUCB.play_block` runs a block of
-rounds through one kernel (:func:`~dpbandit.agents.ridge.play_ridge_block`); the batched form runs the same kernels
-over the seeds.
+rounds through one kernel (:func:`play_linucb_block`: the same arithmetic in the same order, the update reusing the
+played arm's products from its score); the batched form runs the single path's kernels over the seeds.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from dpbandit.agents.base import Agent
 from dpbandit.agents.baselines import check_arm
-from dpbandit.agents.draws import choose_tie
+from dpbandit.agents.draws import best_and_ties, choose_tie, pick_tie
 from dpbandit.agents.ridge import RidgeState, ucb_scores
 from dpbandit.compiled import kernel
 from dpbandit.envs.blocks import RoundBlock
@@ -39,6 +41,82 @@ def ucb_scores_stack(W, X, alpha, out, best, ties):
         raise ValueError("ucb_scores_stack: W, X, out, best and ties must have one seed axis S")
     for s in range(S):
         best[s], ties[s] = ucb_scores(W[s], X[s], alpha, out[s])
+
+
+@kernel
+def _times_x(W, x, u):
+    """``u = A^{-1} x`` ((d,)) from a model buffer W (d+1, d), each entry summed over j in index order from 0.0:
+    :func:`~dpbandit.agents.ridge.rows_times`'s sums, with four j per pass over u (a quarter of its loads and stores
+    of u, the same additions in the same order)."""
+    d = x.shape[0]
+    for i in range(d):
+        u[i] = 0.0
+    d4 = d - d % 4
+    for j in range(0, d4, 4):
+        x0, x1, x2, x3 = x[j], x[j + 1], x[j + 2], x[j + 3]
+        for i in range(d):
+            acc = u[i]
+            acc += W[j, i] * x0
+            acc += W[j + 1, i] * x1
+            acc += W[j + 2, i] * x2
+            acc += W[j + 3, i] * x3
+            u[i] = acc
+    for j in range(d4, d):
+        xj = x[j]
+        for i in range(d):
+            u[i] += W[j, i] * xj
+
+
+@kernel
+def play_linucb_block(W, B, C, obs, rewards, alpha, u, arms):
+    """LinUCB's n rounds of a block: round t plays the largest of :func:`ucb_scores` (ties by
+    :func:`~dpbandit.agents.draws.pick_tie` with ``u[t]``), then adds ``(obs[t, arm], rewards[t, arm])`` to model m by
+    :func:`~dpbandit.agents.ridge.sherman_morrison` and ``C[m] += 1`` (m = arm when M = K, else 0): ``act`` and
+    ``update`` round by round, bit for bit. The update reuses the played arm's ``A^{-1} x``, ``x^T theta`` and
+    ``x^T A^{-1} x`` from its score (the same sums of the same W and x). W (M, d+1, d), B (M, d), C (M,),
+    obs (n, K, d), rewards (n, K), u and arms (n,). Returns n, or the round whose scores hold a NaN (nothing played
+    from it on)."""
+    n, K, d = obs.shape
+    M = W.shape[0]
+    if W.shape[1] != d + 1 or W.shape[2] != d or (M != 1 and M != K) or B.shape[0] != M or B.shape[1] != d \
+            or C.shape[0] != M or rewards.shape[0] != n or rewards.shape[1] != K or u.shape[0] != n \
+            or arms.shape[0] != n:
+        raise ValueError("play_linucb_block: W (M, d+1, d) with M = 1 or K, B (M, d), C (M,), obs (n, K, d), "
+                         "rewards (n, K), u and arms (n,)")
+    U = np.empty((K, d))
+    quad, mean, scores = np.empty(K), np.empty(K), np.empty(K)
+    for t in range(n):
+        X = obs[t]
+        for a in range(K):
+            _times_x(W[a if M > 1 else 0], X[a], U[a])
+        for a in range(K):
+            quad[a] = 0.0
+            mean[a] = 0.0
+        for i in range(d):
+            for a in range(K):
+                quad[a] += U[a, i] * X[a, i]
+                mean[a] += W[a if M > 1 else 0, d, i] * X[a, i]
+        for a in range(K):
+            scores[a] = mean[a] + alpha * math.sqrt(quad[a])
+        best, ties = best_and_ties(scores)
+        arm = pick_tie(scores, best, ties, u[t])
+        if arm < 0:
+            return t
+        arms[t] = arm
+        m = arm if M > 1 else 0
+        y = rewards[t, arm]
+        s = 1.0 / (1.0 + quad[arm])
+        for i in range(d):
+            c = U[arm, i] * s
+            for j in range(d):
+                W[m, i, j] -= c * U[arm, j]
+        c = (mean[arm] - y) * s
+        for j in range(d):
+            W[m, d, j] -= c * U[arm, j]
+        for j in range(d):
+            B[m, j] += y * X[arm, j]
+        C[m] += 1
+    return n
 
 
 class LinUCB(Agent):
@@ -82,9 +160,15 @@ class LinUCB(Agent):
         return choose_tie(scores, best, ties, self.draws.next()[0])
 
     def play_block(self, block: RoundBlock) -> np.ndarray:
-        """The block's rounds through one kernel (:meth:`RidgeState.play_block`): the same arms and state as
-        ``act`` and ``update`` round by round."""
-        return self.ridge.play_block(block.obs, block.rewards, *self.draws.take(block.n), alpha=self.alpha)
+        """The block's rounds through one kernel (:func:`play_linucb_block`): the same arms and state as ``act``
+        and ``update`` round by round."""
+        n, ridge = block.n, self.ridge
+        arms = np.empty(n, dtype=np.intp)
+        played = play_linucb_block(ridge.W, ridge.b.reshape(-1, self.dim), ridge.counts, block.obs, block.rewards,
+                                   self.alpha, *self.draws.take(n), arms)
+        if played < n:
+            raise ValueError(f"cannot choose an arm: the scores contain NaN (round {played + 1} of the block)")
+        return arms
 
     def update(self, observation: np.ndarray, arm: int, reward: float, info: dict) -> None:
         arm = check_arm(arm, self.n_arms)

@@ -45,13 +45,13 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from dpbandit.agents.baselines import argmax_random_tie, check_arm
-from dpbandit.agents.private import Curator, PrivateAgent, require_finite_theta_bound, reward_clip_range
+from dpbandit.agents.oco_curator import LearnersCurator, OCORelease
+from dpbandit.agents.private import PrivateAgent, require_finite_theta_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss
 from dpbandit.optim.protocol import StreamingLearner
@@ -79,54 +79,6 @@ _LOSSES: dict[str, type[Loss]] = {"squared": SquaredLoss, "logistic": LogisticLo
 _PRIVACY_KEYS = frozenset({"epsilon", "delta", "tau"})
 #: Per-learner epsilons found by OCOAgent._split, per (learner, parameters, problem, feedback, budget).
 _SPLITS: dict[tuple, float] = {}
-
-
-@dataclass(frozen=True)
-class OCORelease:
-    """The billboard: the learners' released iterates ``thetas`` (K, d), read-only, and the public exploration
-    probability."""
-
-    thetas: np.ndarray
-    exploration: float
-
-
-class _LearnersCurator(Curator):
-    """Owns the K learners; sees each served user's data; publishes only the learners' releases."""
-
-    def __init__(self, learners: list[StreamingLearner], feedback: str, exploration: float,
-                 report: PrivacyReport) -> None:
-        self.learners = learners
-        self.feedback = feedback
-        self.exploration = exploration
-        self._report = report
-        self._zero = np.zeros(learners[0].dim)
-        self._publish()
-
-    def _publish(self) -> None:
-        thetas = np.stack([learner.predict() for learner in self.learners])
-        thetas.flags.writeable = False
-        self._release = OCORelease(thetas, self.exploration)
-
-    def observe(self, observation: np.ndarray, arm: int, reward: float) -> None:
-        """Bandit feedback: the played arm's learner gets ``(x_{t,a}, r_t)``, the others the zero sample."""
-        for a, learner in enumerate(self.learners):
-            if a == arm:
-                learner.update(observation[a], reward)
-            else:
-                learner.update(self._zero, 0.0)
-        self._publish()
-
-    def observe_all(self, observation: np.ndarray, rewards: np.ndarray) -> None:
-        """Full information: every arm's learner gets ``(x_{t,a}, r_{t,a})``."""
-        for a, learner in enumerate(self.learners):
-            learner.update(observation[a], float(rewards[a]))
-        self._publish()
-
-    def release(self) -> OCORelease:
-        return self._release
-
-    def privacy_report(self) -> PrivacyReport:
-        return self._report
 
 
 class OCOAgent(PrivateAgent):
@@ -314,13 +266,13 @@ class OCOAgent(PrivateAgent):
                     y_bound=reward_clip_range(c).bound,
                     radius=c.theta_bound * (root_d if c.theta_norm == "linf" else 1.0))
 
-    def _make_curator(self, privacy_rng: np.random.Generator) -> _LearnersCurator:
+    def _make_curator(self, privacy_rng: np.random.Generator) -> LearnersCurator:
         """Fresh learners (one per arm, all drawing from ``privacy_rng``) and the agent's report."""
         c = self.constants
         params = with_known_constants(self.learner_name, self.learner_params, **self.known_constants())
         learners = [make_learner(self.learner_name, c.dim, c.horizon, loss=self._loss, rng=privacy_rng, **params)
                     for _ in range(c.n_arms)]
-        return _LearnersCurator(learners, self.feedback, self.exploration, self._agent_report(learners[0]))
+        return LearnersCurator(learners, self.feedback, self.exploration, self._agent_report(learners[0]))
 
     @property
     def learners(self) -> list[StreamingLearner]:

@@ -13,7 +13,7 @@ import pandas as pd
 
 from dpbandit.experiment.arguments import add_allow_long
 from dpbandit.experiment.config import BATCH_MODES
-from dpbandit.experiment.errors import EXPECTED, report
+from dpbandit.experiment.errors import run_command
 from dpbandit.experiment import frontier
 from dpbandit.experiment.frontier import QUICK, FrontierConfig, beating_lines, run_frontier
 
@@ -104,11 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``dpbandit frontier [options]`` (also ``python -m dpbandit.experiment.frontier``)."""
-    args = build_parser().parse_args(argv)
-    try:
-        return cli_command(args)
-    except EXPECTED as exc:
-        return report("dpbandit frontier", exc)
+    return run_command("dpbandit frontier", cli_command, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -93,7 +93,7 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
     from dpbandit.agents import make_agent
     from dpbandit.offline import OFFLINE_PRIVACY_SCOPE, ReplayEnv
     from dpbandit.offline.estimators import DEFAULT_CLIP
-    from dpbandit.offline.positions import POOLED_ASSUMPTION, evaluate_positions
+    from dpbandit.offline.positions import POOLED_ASSUMPTION
     from dpbandit.offline.replay import DEFAULT_ESTIMATORS, check_replayable, covering_horizon
 
     estimators = tuple(estimators or DEFAULT_ESTIMATORS)
@@ -107,7 +107,7 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
                    clip=DEFAULT_CLIP if clip is None else clip, interval=interval, reward_range=tuple(reward_range))
     rows = []
     for label, target in targets:
-        runs = [evaluate_positions(data, target, seed, **options) for seed in seeds]
+        runs = _runs(label, data, target, seeds, options)
         for position in runs[0]:
             results = [run[position] for run in runs]
             report = results[0].privacy_report or {}
@@ -135,6 +135,28 @@ def replay_table(data, specs, seeds, *, horizon=None, uniform=False, shuffle=Fal
     table = pd.DataFrame(rows)
     table["privacy_scope"] = OFFLINE_PRIVACY_SCOPE
     return table
+
+
+def _runs(label: str, data, target, seeds, options) -> list:
+    """Every seed's evaluation of one target; the warning that its action distribution is undefined in some rounds
+    is given once for the target (the seeds' counts in one line), not once per seed; other warnings pass through."""
+    from dpbandit.offline.positions import evaluate_positions
+    from dpbandit.offline.replay import PlayedActionWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runs = [evaluate_positions(data, target, seed, **options) for seed in seeds]
+    played = [w for w in caught if issubclass(w.category, PlayedActionWarning)]
+    for w in caught:
+        if not issubclass(w.category, PlayedActionWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if played:
+        counts = sorted({r.played_rounds for run in runs for r in run.values()})
+        warnings.warn(f"agent {label!r}: its action distribution is not defined in {counts[0]}"
+                      f"{'' if len(counts) == 1 else f'-{counts[-1]}'} of {data.n_rounds} rounds per seed "
+                      "(dpbandit.offline.policies); the estimators use its played action there (one-hot: unbiased, "
+                      "noisier; the played_rounds column)", PlayedActionWarning, stacklevel=3)
+    return runs
 
 
 def shown_table(table: pd.DataFrame, estimators) -> pd.DataFrame:

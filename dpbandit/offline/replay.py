@@ -65,7 +65,7 @@ from dpbandit.offline.reward_model import fit_reward_model, ridge_dm_deviations
 from dpbandit.seeding import stream
 from dpbandit.validation import check_choice, check_int, check_real
 
-__all__ = ["ReplayEnv", "OfflineResult", "evaluate_offline", "OFFLINE_PRIVACY_SCOPE", "ESTIMATORS",
+__all__ = ["ReplayEnv", "OfflineResult", "PlayedActionWarning", "evaluate_offline", "OFFLINE_PRIVACY_SCOPE", "ESTIMATORS",
            "MIN_EXPECTED_ACCEPTED", "check_replayable", "expected_accepted", "DEFAULT_ESTIMATORS", "covering_horizon"]
 
 #: Every estimator: rejection-sampling replay and :data:`dpbandit.offline.estimators.ESTIMATORS`.
@@ -81,6 +81,11 @@ OFFLINE_PRIVACY_SCOPE = (
     "changed log record can add or remove an accepted round, which replace-one does not cover; the replay/IPS/DR "
     "(and every other) estimates read raw logged rewards and are not private releases"
 )
+
+
+class PlayedActionWarning(RuntimeWarning):
+    """An agent's action distribution is undefined in some rounds (``dpbandit.offline.policies``): its played action
+    stands in there (one-hot), counted in ``OfflineResult.played_rounds``."""
 
 
 @dataclass(frozen=True)
@@ -259,7 +264,7 @@ def _agent_pass(agent: Agent, data: LoggedData, contexts: np.ndarray, order: np.
     if played:
         warnings.warn(f"{type(agent).__name__}: its action distribution is not defined in {played} of {data.n_rounds} "
                       "rounds (dpbandit.offline.policies); the estimators use its played action there (one-hot: "
-                      "unbiased, noisier; played_rounds in the results)", RuntimeWarning, stacklevel=3)
+                      "unbiased, noisier; played_rounds in the results)", PlayedActionWarning, stacklevel=3)
     return pi, rewards, played
 
 
@@ -349,7 +354,7 @@ def evaluate_offline(data: LoggedData, agent: Agent | np.ndarray | Callable[[np.
             estimates[name] = _replay_estimate(np.asarray(rewards, dtype=np.float64), (low, high), interval, level,
                                                n_resamples, rng)
         else:
-            deviations = ridge_dm_deviations(data, pi, rng) if name == "dm" and ridge else None
+            deviations = ridge_dm_deviations(data, pi, rng, n_resamples) if name == "dm" and ridge else None
             estimates[name] = est.estimate(name, data.reward, data.action, pscore, pi, q, clip=clip,
                                            model_deviations=deviations, **options)
     rewards_arr = np.asarray(rewards, dtype=np.float64)

@@ -98,28 +98,34 @@ def cross_fitted_rewards(data: LoggedData, folds: int = 2, lam: float = 1.0) -> 
 
 
 def ridge_dm_deviations(data: LoggedData, pi: np.ndarray, rng: np.random.Generator, n_resamples: int = 199,
-                        lam: float = 1.0) -> np.ndarray:
+                        lam: float = 1.0, memory: int = 1 << 22) -> np.ndarray:
     """Bootstrap deviations ``(n_resamples,)`` of the direct method with the ridge model refitted on every resample:
     ``DM*_b - DM`` where ``DM = mean_i sum_a pi[i, a] x_i^T theta_a`` (ridge fitted on the whole log, unclipped) and
     ``DM*_b`` the same on the b-th resample of rounds. The reward model's own estimation error is the main
     uncertainty of DM, which resampling rounds with the model held fixed misses. Vectorised through each action's
-    sufficient statistics (no loop over rounds or resamples): ``O(B n p^2)`` work for ``p = d + 1``."""
+    sufficient statistics (no loop over rounds): ``O(B n p^2)`` work for ``p = d + 1``, in pieces of about
+    ``memory`` floats (resamples drawn a block at a time, rows' outer products a chunk at a time), so memory does not
+    grow with ``n * B`` or ``n * p^2``."""
     n, k = data.n_rounds, data.n_actions
     x = np.hstack([data.context, np.ones((n, 1))])
     p = x.shape[1]
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)  # (B, n)
-    outer = (x[:, :, None] * x[:, None, :]).reshape(n, p * p)
     ridge = lam * np.eye(p)
+    resamples = max(1, min(n_resamples, memory // n))  # (resamples, n) counts at a time
+    rows_at_once = max(1, memory // (p * p))  # (rows, p * p) outer products at a time
+    actions = [np.flatnonzero(data.action == a) for a in range(k)]
+    thetas = [np.linalg.solve(ridge + x[r].T @ x[r], x[r].T @ data.reward[r]) for r in actions]
+    full = sum(pi[:, a] @ x @ thetas[a] for a in range(k)) / n
     boot = np.zeros(n_resamples)
-    full = 0.0
-    for a in range(k):
-        rows = data.action == a
-        xa, ra = x[rows], data.reward[rows]
-        theta = np.linalg.solve(ridge + xa.T @ xa, xa.T @ ra)
-        weighted = pi[:, a, None] * x  # (n, p)
-        full += weighted.sum(axis=0) @ theta / n
-        gram = ridge + (counts[:, rows] @ outer[rows]).reshape(n_resamples, p, p)
-        moment = counts[:, rows] @ (xa * ra[:, None])
-        theta_b = np.linalg.solve(gram, moment[:, :, None])[:, :, 0]  # (B, p)
-        boot += np.einsum("bp,bp->b", counts @ weighted, theta_b) / n
+    for start in range(0, n_resamples, resamples):
+        b = min(resamples, n_resamples - start)
+        counts = rng.multinomial(n, np.full(n, 1.0 / n), size=b).astype(np.float64)  # (b, n), the same draws in order
+        for a, rows in enumerate(actions):
+            gram = np.broadcast_to(ridge, (b, p, p)).copy()
+            for lo in range(0, rows.size, rows_at_once):
+                part = rows[lo:lo + rows_at_once]
+                outer = (x[part, :, None] * x[part, None, :]).reshape(part.size, p * p)
+                gram += (counts[:, part] @ outer).reshape(b, p, p)
+            moment = counts[:, rows] @ (x[rows] * data.reward[rows, None])
+            theta_b = np.linalg.solve(gram, moment[:, :, None])[:, :, 0]  # (b, p)
+            boot[start:start + b] += np.einsum("bp,bp->b", counts @ (pi[:, a, None] * x), theta_b) / n
     return boot - full

@@ -51,6 +51,7 @@ __all__ = [
     "SELECTIONS",
     "laplace_peeling",
     "gumbel_top_s",
+    "gumbel_support",
     "peeling_rho",
     "peeling_scale",
 ]
@@ -127,12 +128,24 @@ def gumbel_top_s(rng: np.random.Generator, v: Any, s: int, scale: Any, sigma: An
     v, s = _check_vector(v, s)
     b = _check_scales("scale", scale, v.shape[:-1])
     sd = b if sigma is None else _check_scales("sigma", sigma, v.shape[:-1])
+    support = gumbel_support(rng, v, s, scale)
+    values = np.take_along_axis(v, support, axis=-1) + rng.standard_normal((*v.shape[:-1], s)) * sd
+    return _scatter(v, support, values), support
+
+
+def gumbel_support(rng: np.random.Generator, v: Any, s: int, scale: Any) -> np.ndarray:
+    """The selection half of :func:`gumbel_top_s` alone: the s indices (..., s) int64 of the largest
+    ``|v_j| + g_j``, ``g ~ Gumbel(scale)^d`` (one draw), in decreasing order of the noisy score; no values.
+    rho-zCDP with ``rho = s Delta^2/(2 scale^2)`` for l_inf sensitivity Delta (s exponential-mechanism picks, each
+    ``2 Delta/scale``-bounded range; module docstring), so ``scale = Delta sqrt(s/(2 rho))``. Draw order: the d
+    Gumbel variables (those :func:`gumbel_top_s` draws first)."""
+    check_generator(rng)
+    v, s = _check_vector(v, s)
+    b = _check_scales("scale", scale, v.shape[:-1])
     noisy = np.abs(v) + rng.gumbel(0.0, 1.0, v.shape) * b
     top = np.argpartition(-noisy, s - 1, axis=-1)[..., :s]
     order = np.argsort(-np.take_along_axis(noisy, top, axis=-1), axis=-1, kind="stable")
-    support = np.take_along_axis(top, order, axis=-1).astype(np.int64)
-    values = np.take_along_axis(v, support, axis=-1) + rng.standard_normal((*v.shape[:-1], s)) * sd
-    return _scatter(v, support, values), support
+    return np.take_along_axis(top, order, axis=-1).astype(np.int64)
 
 
 def peeling_rho(sensitivity: float, scale: float, s: int, selection: str = "laplace",

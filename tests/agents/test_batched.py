@@ -113,6 +113,26 @@ def test_argmax_rows_breaks_ties_with_the_rows_own_generator_only():
         argmax_random_tie_rows(np.array([[np.nan, np.nan]]), [np.random.default_rng(0)])
 
 
+DP_UCB_CASES = [(e, a) for e, a in CASES if a.type == "dp_ucb"]
+
+
+@pytest.mark.parametrize("env_spec,agent_spec", DP_UCB_CASES, ids=lambda c: getattr(c, "type", getattr(c, "kwargs", {})
+                                                                                      .get("structure", "")))
+def test_batched_dp_ucb_form_is_bit_identical_per_seed_where_lockstep_takes_it(env_spec, agent_spec, monkeypatch):
+    """DP-UCB plays blocks, so on the GLM bandit ``simulate_batch`` plays each seed's blocks; its batched form runs
+    where the environments hand out no blocks. Taken here on purpose: each seed's frame and report are the single
+    seed's (its blocks), bit for bit."""
+    import dpbandit.experiment.batch as batch
+
+    monkeypatch.setattr(batch, "blocks_apply", lambda envs, agents: False)
+    seeds = [0, 3, 11]
+    frames, agents = simulate_batch_agents(env_spec, agent_spec, seeds, checkpoints=None)
+    for seed, frame, agent in zip(seeds, frames, agents):
+        expected, single_agent = _single(env_spec, agent_spec, seed, None)
+        assert frame.equals(expected), (seed, (frame - expected).abs().max().max())
+        assert _report(agent) == _report(single_agent)
+
+
 @pytest.mark.parametrize("structure", ["shared", "disjoint"])
 def test_batched_dp_ucb_lifts_indefinite_v_like_the_single_path(structure):
     """Without the 2 Upsilon shift the node noise makes V_t indefinite: each such model is lifted by the single

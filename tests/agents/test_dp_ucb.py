@@ -14,9 +14,12 @@ from scipy import stats
 import dpbandit  # noqa: F401  (registers the environments)
 from dpbandit.agents import make_agent
 from dpbandit.agents.dp_ucb import DPUCB, DPUCBCurator, dpucb_sigma, paper_levels
+from dpbandit.agents.base import plays_blocks
 from dpbandit.agents.linucb import LinUCB
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.experiment.checks import check_private_agent
+from dpbandit.experiment.loop import play_steps
 from dpbandit.experiment.runner import simulate
 from dpbandit.privacy.audit import audit
 from dpbandit.seeding import stream
@@ -415,3 +418,97 @@ def test_load_items_refuses_shapes_it_would_read_out_of_bounds():
     with pytest.raises(ValueError, match="load_items"):
         load_items(obs, np.zeros(1, dtype=np.intp), rewards, -1.0, 1.0, False, np.empty((2, 5)))
     assert load_items(obs, np.array([0, 3]), rewards, -1.0, 1.0, False, np.empty((2, 5))) == np.inf  # arm 3
+
+
+# -- the block path (issue 25): play_block is act + update round by round, bit for bit ------------------------------
+
+
+def _steps_and_blocks(env_kwargs, agent_kwargs, seed=3, cal=None):
+    """Frames, final releases and stream states of one seed through ``play_steps`` and through blocks."""
+    out = []
+    for path in ("steps", "blocks"):
+        env = gymnasium.make("dpbandit/GLMBandit-v0", **env_kwargs)
+        agent = make_agent("dp_ucb", env, **agent_kwargs)
+        if cal is not None:
+            agent.cal = cal(agent.cal)
+        frame = play_steps(env, agent, seed, None) if path == "steps" else simulate(env, agent, seed)
+        noise = agent.curator._noise
+        out.append((frame, agent.release, agent.rng.bit_generator.state,
+                    None if noise is None else (noise.t, noise._rng.bit_generator.state, noise.suffix.copy())))
+    return out
+
+
+@pytest.mark.parametrize("structure,epsilon,calibration", [
+    ("shared", 1.0, "tight"), ("disjoint", 1.0, "tight"), ("shared", 0.05, "paper"), ("disjoint", math.inf, "tight"),
+    ("shared", math.inf, "tight")])
+def test_play_block_is_act_and_update_bit_for_bit(structure, epsilon, calibration):
+    # 1100 rounds: two environment blocks, node levels up to 10; in the disjoint form round 1 ties every arm
+    env_kwargs = dict(structure=structure, n_arms=4, dim=6, horizon=1100, theta="dense")
+    (steps, r1, e1, n1), (blocks, r2, e2, n2) = _steps_and_blocks(env_kwargs, dict(epsilon=epsilon,
+                                                                                    calibration=calibration))
+    assert plays_blocks(DPUCB) and blocks.equals(steps)
+    assert (r1.t, r1.beta) == (r2.t, r2.beta) == (1100, r2.beta)
+    np.testing.assert_array_equal(r1.cholesky, r2.cholesky)
+    np.testing.assert_array_equal(r1.response, r2.response)
+    assert not r2.cholesky.flags.writeable and not r2.response.flags.writeable
+    assert e1 == e2 and (structure == "shared" or e1 != stream(3, "exploration").bit_generator.state)  # the ties
+    if n1 is not None:
+        assert n1[:2] == n2[:2]  # the same node draws from the privacy stream, no more
+        np.testing.assert_array_equal(n1[2], n2[2])
+
+
+@pytest.mark.parametrize("structure", ["shared", "disjoint"])
+def test_play_block_lifts_an_indefinite_v_as_update_does(structure):
+    def no_shift(cal):  # no 2 Upsilon shift: V_t is mostly noise, lifted in most rounds
+        return dataclasses.replace(cal, upsilon=0.0, lam=0.0, rho_min=1.0)
+
+    env_kwargs = dict(structure=structure, n_arms=3, dim=5, horizon=300, theta="dense")
+    (steps, r1, _, n1), (blocks, r2, _, n2) = _steps_and_blocks(env_kwargs, dict(epsilon=1.0), cal=no_shift)
+    assert blocks.equals(steps) and n1[:2] == n2[:2]
+    np.testing.assert_array_equal(r1.cholesky, r2.cholesky)
+    C = r2.cholesky[0]
+    assert np.linalg.eigvalsh(C @ C.T)[0] == pytest.approx(1.0, rel=1e-6)  # the last round was lifted
+
+
+def test_play_block_refuses_what_update_refuses():
+    c = constants(K=2, d=3, T=10)
+    obs = np.zeros((4, 2, 3))
+    obs[:, :, 0] = 1.0
+    obs[2, :, 1] = 1.0  # round 3: ||x||_2 = sqrt 2 > 1
+    block = RoundBlock(1, obs, np.zeros((4, 2)), np.full((4, 2), 0.5), np.zeros(4))
+    agent = DPUCB(c, epsilon=1.0)
+    agent.reset(0)
+    with pytest.raises(ValueError, match=r"\|\|x\|\|_2 = 1.41421 > context_bound = 1"):
+        agent.play_block(block)
+    assert agent.curator.t == agent.release.t == agent.curator._noise.t == 2  # two users served, the third refused
+    bad = RoundBlock(3, obs[:2], np.zeros((2, 2)), np.full((2, 2), np.nan), np.zeros(2))
+    with pytest.raises(ValueError, match="reward"):
+        agent.play_block(bad)
+    with pytest.raises(ValueError, match=r"horizon T = 10 .* cannot serve users 3-14"):
+        agent.play_block(RoundBlock(3, np.zeros((12, 2, 3)), np.zeros((12, 2)), np.zeros((12, 2)), np.zeros(12)))
+    with pytest.raises(ValueError, match=r"observations \(n, K, d\)"):
+        agent.play_block(RoundBlock(3, np.zeros((2, 2, 4)), np.zeros((2, 2)), np.zeros((2, 2)), np.zeros(2)))
+
+
+def test_play_rounds_refuses_shapes_it_would_read_out_of_bounds():
+    from dpbandit.agents.dp_ucb_kernels import DONE, play_rounds
+
+    agent = DPUCB(constants(K=2, d=3, T=4), epsilon=1.0)
+    agent.reset(0)
+    cur = agent.curator
+    P = cur._noise.suffix.shape[1]
+
+    def run(n=2, stop=2, rewards=None, draws=None, t0=0, suffix=None):
+        obs = np.zeros((n, 2, 3))
+        obs[:, :, 0] = 1.0, 0.5  # arm 0 ahead: no tie
+        return play_rounds(obs, np.zeros((n, 2)) if rewards is None else rewards, 0, stop, -1, False, -1.0, 1.0,
+                           False, 1.0, np.ones(n + 1), t0, cur._noise.suffix if suffix is None else suffix,
+                           np.zeros((n, P)) if draws is None else draws, 0, 1.0, cur._gram, cur._v,
+                           cur.release().cholesky.copy(), cur.release().response.copy(), cur._failed, np.empty(2),
+                           np.empty(n, dtype=np.intp))
+
+    for bad in (dict(rewards=np.zeros((2, 3))), dict(stop=3), dict(draws=np.zeros((1, P))),
+                dict(draws=np.zeros((2, P - 1))), dict(t0=6)):  # user 8's node is beyond a tree of T = 4
+        with pytest.raises(ValueError, match="play_rounds"):
+            run(**bad)
+    assert run() == (2, DONE)

@@ -35,7 +35,8 @@ def test_chunked_sums_are_the_episodes_sums_and_take_forgets_them(models):
 
 
 class RowsFLIPHAT(FLIPHAT):
-    """FLIPHAT fitting on the episode's rows (the buffer of the longest episode), the reference for the sums."""
+    """FLIPHAT fitting on the episode's rows (streamed from disk, dpbandit/agents/episode_rows.py), the reference for the
+    sums."""
 
     keeps_sums = False
 
@@ -52,7 +53,7 @@ def test_fliphat_releases_from_sums_are_those_from_rows(structure, link, params,
     c = env.unwrapped.constants
     params = {"epsilon": 4.0, "sparsity": 3, **params}
     sums, rows = FLIPHAT(c, **params), RowsFLIPHAT(c, **params)
-    assert sums.keeps_sums and sums.curator.buffer_rows == 16 and rows.curator.buffer_rows == 128
+    assert sums.keeps_sums and sums.curator.buffer_rows == 16 and rows.curator.buffer_rows == 16  # rows on disk
     sums.reset(4)
     rows.reset(4)
     rng = np.random.default_rng(2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -239,9 +240,10 @@ def test_served_together_counts_every_lockstep_curator_and_releases_each_at_the_
 
 def test_episodic_agents_memory_does_not_grow_with_the_horizon_and_row_buffers_are_refused_up_front(monkeypatch):
     """Issue 25 item 3: FLIPHAT (M = 1, either link; identity with M > 1) and episodic ridge keep an episode as sums
-    in bounded memory, so their up-front estimate is the same at T = 1e4 and 1e7. Logistic FLIPHAT with M > 1 buffers
-    the longest episode (about T/2 users x d): at T = 1e7, d = 10,000 that is ~400 GB, refused by the memory check
-    before any allocation, naming the agent."""
+    in bounded memory, so their up-front estimate is the same at T = 1e4 and 1e7. Logistic FLIPHAT with M > 1 keeps
+    the longest episode's rows (about T/2 users x d) on disk (dpbandit/agents/episode_rows.py): at T = 1e7,
+    d = 10,000 that is ~336 GB, refused before any allocation when the temporary folder has less free, naming the
+    agent."""
     import dpbandit.validation as validation
     from dpbandit.agents import make_agent
     from dpbandit.envs import GLMBanditEnv
@@ -252,14 +254,16 @@ def test_episodic_agents_memory_does_not_grow_with_the_horizon_and_row_buffers_a
         return GLMBanditEnv(n_arms=2, dim=d, horizon=T, structure="shared", theta="sparse", sparsity=5, link=link)
 
     for name, link, params in [("fliphat", "identity", {}), ("fliphat", "logistic", {}),
-                               ("fliphat", "identity", {"iterations": 3}), ("episodic_ridge", "identity", {})]:
+                               ("fliphat", "identity", {"iterations": 3}), ("fliphat", "logistic", {"iterations": 2}),
+                               ("episodic_ridge", "identity", {})]:
         short, long = (make_agent(name, env(T, link=link), **params).memory_estimate() for T in (10**4, 10**7))
         assert short == long, (name, link, params)
         assert long < (40 if name == "fliphat" and not params else 200) * 2**20, (name, long)
-    with pytest.raises(ValueError, match="agent 'fliphat'.*memory"):
+    monkeypatch.setattr("dpbandit.agents.episode_rows.shutil.disk_usage", lambda path: SimpleNamespace(free=2**36))
+    with pytest.raises(ValueError, match="agent 'fliphat'.*336 GB of temporary rows"):
         make_agent("fliphat", env(10**7, 10_000, "logistic"), iterations=2)
     rows = make_agent("fliphat", env(1000, 10, "logistic"), iterations=2)
-    assert rows.memory_estimate() >= 8 * rows.schedule.max_length * 10
+    assert rows.disk_estimate() >= 8 * rows.schedule.max_length * 10
 
 
 class SumCurator(CopyCurator):

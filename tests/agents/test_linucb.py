@@ -161,3 +161,28 @@ def test_observations_of_the_wrong_shape_are_refused_before_the_kernel_reads_the
     with pytest.raises(ValueError, match="NaN"):
         agent.act(np.array([[np.nan, 0.0], [0.0, 1.0], [1.0, 0.0]]))
     assert not agent.ridge.counts.any()
+
+
+@pytest.mark.parametrize("structure", ["disjoint", "shared"])
+@pytest.mark.parametrize("d", [1, 3, 4, 9])  # play_linucb_block sums four j at a time: no tail, and tails of 1 to 3
+def test_play_block_is_act_and_update_bit_for_bit(structure, d):
+    from dpbandit.envs.blocks import RoundBlock
+
+    K, n = 4, 300
+    rng = np.random.default_rng(d)
+    obs = np.stack([observation(rng, K, d, structure) for _ in range(n)])
+    rewards = rng.normal(size=(n, K))
+    stepped, blocked = (LinUCB(constants(K, d, structure), alpha=0.7) for _ in range(2))
+    stepped.reset(3)
+    blocked.reset(3)
+    arms = []
+    for t in range(n):
+        arms.append(stepped.act(obs[t]))
+        stepped.update(obs[t], arms[-1], float(rewards[t, arms[-1]]), {})
+    played = np.concatenate([blocked.play_block(RoundBlock(lo + 1, obs[lo:hi], rewards[lo:hi], rewards[lo:hi],
+                                                           rewards[lo:hi].max(axis=1)))
+                             for lo, hi in ((0, 1), (1, 170), (170, n))])
+    assert played.tolist() == arms and len(set(arms)) > 1
+    assert stepped.ridge.W.tobytes() == blocked.ridge.W.tobytes()
+    assert stepped.ridge.b.tobytes() == blocked.ridge.b.tobytes()
+    assert stepped.ridge.counts.tolist() == blocked.ridge.counts.tolist()

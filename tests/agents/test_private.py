@@ -280,3 +280,21 @@ def test_private_agents_refuse_a_nan_context_and_stay_usable(name, norm, positio
         check_context_bound(bad, norm, 1.0)
     agent.update(obs, 1, 0.0, {})  # the refused user was not counted
     assert 0 <= agent.act(obs) < 3
+
+
+def test_the_context_slack_fits_inside_every_calibrations_rounding_margin():
+    """A row accepted at ``L (1 + CONTEXT_RTOL)`` raises an ``L^2`` sensitivity by ``(1 + CONTEXT_RTOL)^2``; every
+    calibration of an agent that checks contexts with :func:`check_context_bound` rounds its noise scale up by its
+    ``_SAFETY``, which must cover it (review finding F2). And the check refuses just beyond the slack."""
+    import importlib
+
+    from dpbandit.agents.private import CONTEXT_RTOL
+
+    for name in ("dpbandit.agents.episodic_ridge_calibration", "dpbandit.agents.episodic_glm",
+                 "dpbandit.agents.support_ridge", "dpbandit.privacy.tree_calibration", "dpbandit.optim.gg_calibration"):
+        safety = importlib.import_module(name)._SAFETY
+        assert (1 + CONTEXT_RTOL) ** 2 <= safety, name
+    row = np.array([3.0, 4.0])  # ||x||_2 = 5
+    check_context_bound(row * (1 + 0.9 * CONTEXT_RTOL), "l2", 5.0)
+    with pytest.raises(ValueError, match=r"> context_bound = 5"):
+        check_context_bound(row * (1 + 2 * CONTEXT_RTOL), "l2", 5.0)

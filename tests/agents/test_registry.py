@@ -9,7 +9,7 @@ import dpbandit.envs  # noqa: F401  (registers the dpbandit/ ids)
 from dpbandit.agents import AGENTS, Agent, hyperparameters, make_agent
 
 NAMES = ["random", "oracle", "greedy", "egreedy", "linucb", "lasso", "dp_hdb", "dp_ucb", "oco", "episodic_ridge",
-         "episodic_glm", "fliphat"]
+         "episodic_glm", "fliphat", "support_ridge"]
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,8 @@ def test_registry_names_and_classes():
     assert sorted(AGENTS) == sorted(NAMES)
     for name, cls in AGENTS.items():
         assert issubclass(cls, Agent) and cls.name == name
-        assert cls.private == (name in ("dp_hdb", "dp_ucb", "oco", "episodic_ridge", "episodic_glm", "fliphat"))
+        assert cls.private == (name in ("dp_hdb", "dp_ucb", "oco", "episodic_ridge", "episodic_glm", "fliphat",
+                                         "support_ridge"))
 
 
 def test_hyperparameters_lists_constructor_arguments():
@@ -52,7 +53,7 @@ def test_hyperparameters_lists_constructor_arguments():
 def test_make_agent_unknown_name_lists_the_known_ones(sparse_env):
     with pytest.raises(ValueError, match="unknown agent .ucb.; known agents: dp_hdb, dp_ucb, egreedy, episodic_glm, episodic_ridge, fliphat, "
                                          "greedy, lasso, "
-                                         "linucb, oco"):
+                                         "linucb, oco, oracle, random, support_ridge"):
         make_agent("ucb", sparse_env)
     with pytest.raises(TypeError, match="agent name must be a string"):
         make_agent(None, sparse_env)

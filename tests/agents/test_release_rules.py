@@ -74,17 +74,27 @@ def test_ucb_width_covers_theta_with_the_noise_on():
                                        alpha=0.1)._release.beta[0]  # the noise widens it
 
 
-def test_thompson_draw_has_the_stated_law():
+@pytest.mark.parametrize("lam, floor_acts", [(None, False), (1.0, True)])
+def test_thompson_draw_has_the_stated_law(lam, floor_acts):
     """theta~ - theta_hat ~ N(0, R^2 V^{-1} + tau_w^2 V^{-2}), tau_w^2 = sigma_b^2 + sigma_G^2 ||theta_hat||^2
-    (||w|| = 1 for one release): whitened draws are N(0, I) (KS and chi^2 at p = 1e-6)."""
+    (||w|| = 1 for one release): whitened draws are N(0, I) (KS and chi^2 at p = 1e-6). The factor V^{-1} C with the
+    floor inactive (default lam) and acting (lam = ridge: the noise leaves eigenvalues below it). V^{-1} is
+    recomputed here from the released Gram matrix by np.linalg.eigh, floored."""
     d = 4
-    agent = EpisodicRidge(constants(K=d, d=d, T=40), epsilon=1.0, rule="thompson", mode="forget", first_episode=40)
+    agent = EpisodicRidge(constants(K=d, d=d, T=40), epsilon=0.5, rule="thompson", mode="forget", first_episode=40,
+                          lam=lam)
     cur = agent._make_curator(np.random.default_rng(0))
     _feed(cur, np.array([0.5, -0.5, 0.5, 0.5]), np.random.default_rng(1), 40, d, d, 0.1)
     rel = cur.release()
     cal = agent.cal
+    assert np.all(rel.scale == 1.0)
+    evals, evecs = np.linalg.eigh(rel.gram[0] + cal.regulariser(1) * np.eye(d))
+    v_inv = (evecs / np.maximum(evals, cal.ridge)) @ evecs.T
+    assert (evals.min() < cal.ridge) == floor_acts
     tau2 = cal.sigma_b**2 + cal.sigma_G**2 * float(rel.theta[0] @ rel.theta[0])
-    cov = cal.spread**2 * rel.v_inv[0] + tau2 * rel.v_inv[0] @ rel.v_inv[0]
+    cov = cal.spread**2 * v_inv + tau2 * v_inv @ v_inv
+    assert np.allclose(np.einsum("ij,j,kj->ik", rel.basis[0], rel.scale[0] ** 2, rel.basis[0]), cov,
+                       rtol=1e-9, atol=1e-12 * np.abs(cov).max())
     rng = np.random.default_rng(2)
     draws = np.array([thompson_scores(rel.theta, rel.basis, rel.scale, True, np.eye(d), rng) for _ in range(4000)])
     white = np.linalg.solve(np.linalg.cholesky(cov), (draws - rel.theta[0]).T).ravel()

@@ -17,7 +17,9 @@ def _env(**kwargs):
 
 
 SMALL_PARAMS = {"oco": {"learner": "pigd"}, "episodic_ridge": {"first_episode": 4},
-                "episodic_glm": {"first_episode": 4}}  # releases within 20 rounds
+                "episodic_glm": {"first_episode": 4},
+                "support_ridge": {"support_size": 6, "selection_users": 4, "ridge_params": {"first_episode": 4}}}
+# (releases within 20 rounds; support_ridge refuses the default s' on SparseLinear's s = 5 of d = 8)
 
 
 @pytest.mark.parametrize("name", sorted(AGENTS))

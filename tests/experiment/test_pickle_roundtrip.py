@@ -22,7 +22,8 @@ from dpbandit.seeding import stream
 
 #: (registry name, hyperparameters): every agent, the private ones at a finite epsilon and with noise off, and the
 #: OCO adapter with every registered learner.
-AGENT_CASES = [(name, {}) for name in sorted(AGENTS) if name != "oco"]
+AGENT_CASES = [(name, {}) for name in sorted(AGENTS) if name not in ("oco", "support_ridge")]
+AGENT_CASES += [("support_ridge", {"support_size": 6})]  # its default s' = d/2 < s = 5 of d = 8 is refused
 AGENT_CASES += [(name, {"epsilon": math.inf}) for name in ("dp_hdb", "dp_ucb")]
 _WINDOW = {"wdp-cocop": {"window": 16}, "wdp-cocol": {"window": 16}}
 AGENT_CASES += [("oco", {"learner": n, "learner_params": _WINDOW.get(n, {}),

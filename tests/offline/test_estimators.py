@@ -248,3 +248,56 @@ def test_a_static_policys_replay_draws_are_not_the_loggers_own():
     data = log_policy(env, 3000, seed=1)
     accepted = evaluate_offline(data, uniform_policy(3000, 3), 1, estimators=("replay",)).accepted
     assert abs(accepted - 1000) < 4 * math.sqrt(3000 * (1 / 3) * (2 / 3))
+
+
+def test_dm_refit_bootstrap_equals_a_refit_per_resample_in_any_memory_budget():
+    """``ridge_dm_deviations`` is the direct method refitted on each resample (checked against an explicit loop that
+    refits ridge per resample), whatever pieces it works in: the resamples' draws and the sums do not depend on the
+    memory budget beyond rounding."""
+    from dpbandit.offline import LoggedData
+    from dpbandit.offline.reward_model import ridge_dm_deviations
+
+    rng = np.random.default_rng(4)
+    n, d, k = 300, 3, 2
+    context = rng.normal(size=(n, d))
+    action = rng.integers(k, size=n)
+    reward = context[:, 0] * (action == 0) + rng.normal(scale=0.1, size=n)
+    data = LoggedData(context, action, reward, k)
+    pi = rng.dirichlet(np.ones(k), size=n)
+    big = ridge_dm_deviations(data, pi, np.random.default_rng(9), n_resamples=13)
+    small = ridge_dm_deviations(data, pi, np.random.default_rng(9), n_resamples=13, memory=n + 1)  # 1 resample, 1 row
+    np.testing.assert_allclose(small, big, rtol=0, atol=1e-12)
+
+    x = np.hstack([context, np.ones((n, 1))])
+    draws = np.random.default_rng(9).multinomial(n, np.full(n, 1.0 / n), size=13)
+
+    def dm(weights):
+        value = 0.0
+        for a in range(k):
+            w = weights * (action == a)
+            theta = np.linalg.solve(np.eye(d + 1) + (x * w[:, None]).T @ x, (x * w[:, None]).T @ reward)
+            value += (weights * pi[:, a]) @ (x @ theta) / n
+        return value
+
+    expected = np.array([dm(c.astype(float)) for c in draws]) - dm(np.ones(n))
+    np.testing.assert_allclose(big, expected, rtol=1e-9, atol=1e-12)
+    assert big.std() > 0
+
+
+def test_replay_dm_interval_uses_the_requested_resamples(monkeypatch):
+    """``n_resamples`` reaches DM's refit bootstrap (it used to stay at 199 whatever was asked)."""
+    import gymnasium
+
+    import dpbandit.envs  # noqa: F401
+    from dpbandit.offline import evaluate_offline, log_policy
+    from dpbandit.offline import replay as replay_module
+
+    seen = []
+    original = replay_module.ridge_dm_deviations
+    monkeypatch.setattr(replay_module, "ridge_dm_deviations",
+                        lambda *a, **kw: seen.append(a[3]) or original(*a, **kw))
+    env = gymnasium.make("dpbandit/SparseLogistic-v0", horizon=2000, n_arms=2, dim=3, sparsity=2, instance_seed=0)
+    data = log_policy(env, 400, seed=1)
+    result = evaluate_offline(data, lambda x: np.full((len(x), 2), 0.5), seed=0, estimators=("dm",), n_resamples=301)
+    assert seen == [301]
+    assert result.estimates["dm"].low < result.estimates["dm"].value < result.estimates["dm"].high

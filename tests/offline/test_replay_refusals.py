@@ -113,3 +113,17 @@ def test_dp_ucb_needs_theta_bound_in_replay_and_then_differs_from_random(log, tm
                          context_norm="linf", theta_norm="l1", theta_bound=3.0).set_index("agent")
     assert table.loc["dp_ucb", "replay"] != table.loc["random", "replay"]
     assert table.loc["dp_ucb", "ips"] != table.loc["random", "ips"]
+
+
+def test_an_undefined_action_distribution_is_stated_once_per_agent_not_once_per_seed(log):
+    """The LASSO bandit overrides ``act``, so its distribution is undefined in every round: over three seeds the
+    table says so in one warning naming the agent and the count (the ``played_rounds`` column keeps the number)."""
+    from dpbandit.offline.replay import PlayedActionWarning
+
+    with pytest.warns(PlayedActionWarning) as caught:
+        table = replay_table(log, [AgentSpec("lasso")], range(3))
+    played = [w for w in caught if issubclass(w.category, PlayedActionWarning)]
+    assert len(played) == 1
+    assert str(played[0].message).startswith(f"agent 'lasso': its action distribution is not defined in {N} of {N} "
+                                             "rounds per seed")
+    assert table.loc[0, "played_rounds"] == N

@@ -10,7 +10,7 @@ differ exactly by the leaves:
   case (iterate of largest norm, aligned features, extreme response);
 * PQFTL: the Gaussian cost of a real <-> zero change is at most 3/8 of a replace-one change (two learners: 3/4);
 * the flag is declared by exactly these learners, not by PIGD/PGIGA (§7: POCP is charged two learners);
-* the auditor on a two-arm bandit curator (the adapter's own ``_LearnersCurator``): PFTAL with one copy of its
+* the auditor on a two-arm bandit curator (the adapter's own ``LearnersCurator``): PFTAL with one copy of its
   ledger passes, a learner built here that feeds a public pseudo-sample instead of the neutral zero sample but keeps
   the flag is caught (slow).
 """
@@ -22,7 +22,7 @@ import math
 import numpy as np
 import pytest
 
-from dpbandit.agents.oco_adapter import _LearnersCurator
+from dpbandit.agents.oco_curator import LearnersCurator
 from dpbandit.optim.cocol import WDPCOCOL
 from dpbandit.optim.ftal import PFTAL, WDPCOCOP
 from dpbandit.optim.pocp import PGIGA, PIGD
@@ -168,7 +168,7 @@ def test_auditor_passes_one_copy_for_pftal_and_catches_a_non_neutral_synthetic_s
 
         def mechanism(arm, rng, n, cls=cls):
             learners = [cls(1, 1, rng=rng, **kwargs) for _ in range(2)]
-            curator = _LearnersCurator(learners, "bandit", 0.0, learners[0].privacy_report())
+            curator = LearnersCurator(learners, "bandit", 0.0, learners[0].privacy_report())
             out = np.empty((n, 2))
             for i in range(n):
                 for learner in learners:

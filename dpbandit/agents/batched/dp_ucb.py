@@ -15,8 +15,10 @@ The releases live stacked (``chol``, ``response``); each seed's curator and agen
 has it (:mod:`dpbandit.agents.batched`), so that ``privacy_report`` and the agents' state are those of single-seed
 runs.
 
-Measured: ``benchmarks/batch_benchmark.py --agents dp_ucb`` (16 seeds against one in the same run); figures in the
-CHANGELOG.
+Since DP-UCB plays blocks (``DPUCB.play_block``, issue 25), ``simulate_batch`` runs it by blocks, seed after seed,
+wherever the environments hand out blocks; this form serves lockstep units on environments that do not.
+``benchmarks/batch_benchmark.py --agents dp_ucb`` prints its speedup beside the block path's
+(``batched_form_speedup``; at d = 20 it is below the block path's single seed).
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ import numpy as np
 
 from dpbandit.agents import dp_ucb_kernels as kernels
 from dpbandit.agents.batched import BATCHED_FORMS, choose_rows
-from dpbandit.agents.dp_ucb import DPUCB, lift
-from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen
+from dpbandit.agents.dp_ucb import DPUCB
+from dpbandit.agents.dp_ucb_release import DPUCBRelease, frozen, lift
 from dpbandit.agents.private import CONTEXT_RTOL
 from dpbandit.privacy.tree_noise import TreeNoiseStack
 

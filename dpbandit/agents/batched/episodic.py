@@ -48,7 +48,7 @@ from dpbandit.agents.fliphat import FLIPHAT, greedy_scores
 __all__ = ["BatchedEpisodic", "BatchedFLIPHAT", "BatchedEpisodicRidge"]
 
 #: The batched context check passes a row whose norm is within this relative margin of the bound: the single path
-#: refuses only beyond ``bound (1 + 1e-9)`` (:func:`~dpbandit.agents.private.check_context_bound`), so a batched
+#: refuses only beyond ``bound (1 + CONTEXT_RTOL)`` (:func:`~dpbandit.agents.private.check_context_bound`, 4e-10), so a batched
 #: norm a few ulps off the single one cannot pass a row the single path refuses.
 _FAST_CHECK_RTOL = 1e-12
 

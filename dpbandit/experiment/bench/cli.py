@@ -13,7 +13,7 @@ import sys
 
 import pandas as pd
 
-from dpbandit.experiment.errors import EXPECTED, report
+from dpbandit.experiment.errors import run_command
 
 __all__ = ["add_arguments", "build_parser", "config_from_args", "cli_command", "main"]
 
@@ -118,11 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m dpbandit.experiment.bench.cli`` (the same as ``dpbandit bench``)."""
-    args = build_parser().parse_args(argv)
-    try:
-        return cli_command(args)
-    except EXPECTED as exc:
-        return report("dpbandit bench", exc)
+    return run_command("dpbandit bench", cli_command, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -50,7 +50,7 @@ import dpbandit.envs  # noqa: F401  (registers the environments)
 from dpbandit.agents import AGENTS, make_agent
 from dpbandit.experiment.arguments import add_allow_long
 from dpbandit.experiment.config import AgentSpec, EnvSpec, ExperimentConfig
-from dpbandit.experiment.errors import EXPECTED, report
+from dpbandit.experiment.errors import run_command
 from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.results import mean_ci, write_atomic
 from dpbandit.experiment.runner import RunResult, run_experiment
@@ -311,11 +311,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return run_cli(args)
-    except EXPECTED as exc:
-        return report("dpbandit reproduce figure-5.1", exc)
+    return run_command("dpbandit reproduce figure-5.1", run_cli, build_parser().parse_args(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover
