@@ -78,6 +78,8 @@ def agents(theta_bound: float, row_clip: float) -> dict[str, tuple[str, dict]]:
         "support_ridge_assumed_s5": ("support_ridge", {"sparsity": 5}),
         "support_ridge_noise_off": ("support_ridge", {"epsilon": INF}),
         "support_ridge_doubling": ("support_ridge", {"ridge_params": {"episode_scale": INF}}),
+        "support_ridge_noise_off_doubling": ("support_ridge", {"epsilon": INF,
+                                                               "ridge_params": {"episode_scale": INF, "centre": True}}),
         "random": ("random", {}),
     }
 
@@ -90,7 +92,8 @@ NOISE_OFF = {"episodic_ridge_noise_off": ("greedy", "episodic_ridge_noise_off_do
              "episodic_ridge_noise_off_doubling": ("greedy",),
              "episodic_ridge_noise_off_uncentred": ("greedy",), "episodic_ridge_v1_noise_off": ("greedy",),
              "episodic_glm_noise_off": ("greedy", "episodic_glm_noise_off_doubling"),
-             "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso")}
+             "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso"),
+             "support_ridge_noise_off": ("greedy", "support_ridge_noise_off_doubling")}
 
 
 def run(env, name: str, params: dict, seed: int, rounds: int | None = None) -> tuple[float, float]:
@@ -149,8 +152,7 @@ def scenario(name: str, horizon: int, seeds: int, only: set[str] | None, epsilon
                        "cpu_seconds_per_seed": round(cpu[label], 2)}
     pairs = [(off, ref) for off, refs in NOISE_OFF.items() for ref in refs]
     pairs += [("episodic_ridge", "episodic_ridge_v1"), ("episodic_ridge", "episodic_ridge_unpooled"),
-              ("support_ridge", "episodic_ridge"), ("support_ridge_assumed_s5", "episodic_ridge"),
-              ("support_ridge_noise_off", "greedy")]
+              ("support_ridge", "episodic_ridge"), ("support_ridge_assumed_s5", "episodic_ridge")]
     pairs += [(f"{new}{at}", f"{new}_doubling{at}") for new in ("episodic_ridge", "episodic_glm", "support_ridge")
               for at in ([""] + [f"@{e:g}" for e in epsilons or []])]
     for label, ref in pairs:
