@@ -325,6 +325,7 @@ class SupportRidge(PrivateAgent):
             raise ValueError("ridge_params gram_pool must be False: the arms' selected supports differ, so their Gram "
                              "matrices do not share one shape")
         params.setdefault("gram_pool", False)
+        params.setdefault("centre", True)  # the selection's scores are centred too (also with the noise off)
         # projected rows: s' entries of typical size tau / 1.5 each, so the l2 clip sqrt(s') tau (§8.3)
         params.setdefault("row_clip", math.sqrt(self.selection.support_size) * self.selection.entry_clip)
         projected = dataclasses.replace(constants, dim=self.selection.support_size,
