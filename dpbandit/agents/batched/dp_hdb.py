@@ -8,8 +8,8 @@ Per round, batched:
 
 * **Act** (:meth:`DPHDB.action_rule` of every seed): the warm-up's round robin; afterwards the single path's
   compiled :func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed in one kernel call over the stack, so every
-  score is bit for bit the single one (``tests/agents/test_batched.py``); ``theta = V/(t+1)`` is the release's
-  elementwise division. Ties: :func:`~dpbandit.agents.batched.choose_rows` (each seed's exploration
+  score is bit for bit the single one (``tests/agents/test_batched.py``); ``theta = V/(t+1)`` is divided inside
+  the kernel, the release's elementwise quotients. Ties: :func:`~dpbandit.agents.batched.choose_rows` (each seed's exploration
   stream, consumed only on a tie).
 * **Curator** (:meth:`HDBCurator.observe` and :meth:`DPPOFWBatch.update_one` of every seed): the checks done for all
   seeds at once (context bound with a margin that only passes rows the single check passes, ``||x||_inf`` against
@@ -117,11 +117,12 @@ class BatchedDPHDB:
     def act(self, obs: np.ndarray) -> np.ndarray:
         if self.theta_forced is None:  # warm-up: round robin
             return np.full(self.S, self.t % self.K, dtype=np.intp)
-        theta = self.V / (self.t + 1.0)  # every seed's release
         X = np.asarray(obs, dtype=float)
-        if X.shape != theta.shape:  # the single path's error
+        if X.shape != self.V.shape:  # the single path's error
             return np.array([DPHDB.action_rule(a.curator.release(), x, a.rng) for a, x in zip(self.agents, X)])
-        _greedy_indices(X, self.theta_forced, theta, self.h, self.logistic, self.indices, self.best, self.ties)
+        # every seed's release theta = V/(t+1), divided inside the kernel (the same quotients)
+        _greedy_indices(X, self.theta_forced, self.V, self.t + 1.0, self.h, self.logistic, self.indices, self.best,
+                        self.ties)
         return choose_rows(self.indices, self.best, self.ties, self.rngs)
 
     # ------------------------------------------------------------------ curator
@@ -256,13 +257,13 @@ class BatchedDPHDB:
 
 
 @kernel
-def _greedy_indices(X, theta_forced, theta, h, logistic, out, best, ties):
-    """:func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed: X, theta_forced, theta (S, K, d), out (S, K);
+def _greedy_indices(X, theta_forced, V, divisor, h, logistic, out, best, ties):
+    """:func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed: X, theta_forced, V (S, K, d), out (S, K);
     each seed's ``(best, ties)`` into ``best`` and ``ties`` (S,)."""
     if out.shape[0] != X.shape[0] or best.shape[0] != X.shape[0] or ties.shape[0] != X.shape[0]:
         raise ValueError("_greedy_indices: X, out, best and ties must have one seed axis S")
     for s in range(X.shape[0]):
-        best[s], ties[s] = greedy_index(X[s], theta_forced[s], theta[s], h, logistic, out[s])
+        best[s], ties[s] = greedy_index(X[s], theta_forced[s], V[s], divisor, h, logistic, out[s])
 
 
 @kernel
