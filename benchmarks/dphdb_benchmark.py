@@ -16,7 +16,10 @@ the machine is shared, so read the CPU figures; wall time beside them):
   ``random`` calls, as DP-POFW draws them), after the warm-up the two products (``x . thetaF_i`` for every arm,
   ``x . V_i / (t + 1)`` for the arms within h/2), the played learner's ``max |x_j|``, ``V_a . x``, clamped gradient
   and score row with its envelope, and the K selections (one rejection round each) and vertex moves;
-* ``lockstep``: ``simulate_batch`` of ``--seeds`` seeds (per seed-round; the block loop, seed after seed).
+* ``lockstep``: ``simulate_batch`` of ``--seeds`` seeds (per seed-round; the block loop, seed after seed);
+* ``steps``: the same episode through Gymnasium ``step`` and the agent's ``act`` / ``update``
+  (:func:`~dpbandit.experiment.loop.play_steps`: the path DP-HDB's single seed took before it played blocks; the same
+  frame), for ``blocks_speedup_over_steps``.
 
 Targets (issue 25): ``agent_to_floor`` = (simulate - env_loop) / floor <= 1.5; ``lockstep_speedup`` = single
 seed-round time / lockstep seed-round time >= 2. ``lockstep_speedup_bound`` = simulate / (env_loop + floor): the
@@ -54,6 +57,7 @@ from dpbandit.compiled import kernel
 from dpbandit.experiment import simulate
 from dpbandit.experiment.batch import simulate_batch
 from dpbandit.experiment.config import AgentSpec, EnvSpec
+from dpbandit.experiment.loop import play_steps
 from dpbandit.experiment.runner import one_blas_thread
 from dpbandit.optim.pofw_draws import SelectionDraws
 
@@ -203,11 +207,17 @@ def throughput(horizon: int, n_seeds: int, repeats: int) -> dict:
         with one_blas_thread():
             simulate_batch(spec, AgentSpec("dp_hdb", params={"epsilon": 1.0}), seeds, checkpoints=100)
 
+    def steps():
+        with one_blas_thread():
+            play_steps(env, agent, 0, 100)
+
+    assert simulate(env, agent, 0, 100).equals(play_steps(env, agent, 0, 100))
     cases = {
         "env_loop": timed(lambda: simulate(env, ArmZero(), 0, checkpoints=100)),
         "simulate": timed(lambda: simulate(env, agent, 0, checkpoints=100)),
         "floor": floor_case(horizon, agent),
         "lockstep": timed(lockstep),
+        "steps": timed(steps),
     }
     for case in cases.values():  # not timed: the kernels' first calls (compiled or loaded from the cache)
         case()
@@ -237,6 +247,7 @@ def figures(s: dict[str, float], horizon: int, n_seeds: int) -> dict:
         "target_lockstep_speedup": TARGET_LOCKSTEP,
         "meets_lockstep_speedup": bool(speedup >= TARGET_LOCKSTEP),
         "bound_reaches_lockstep_target": bool(bound >= TARGET_LOCKSTEP),
+        "blocks_speedup_over_steps": round(per_round["steps"] / per_round["simulate"], 3),
     }
 
 

@@ -47,8 +47,10 @@ schedule, t0, h and b depend on public constants only. ``epsilon = inf`` switche
 (2, 5 seeds), 2.12 (4, 5 seeds), 3.03 (8), 4.82 (16), 51 (inf; 3 seeds each) (re-measured with the 4-noise-std reward
 clip; the earlier 3-std clip gave 1-2 % higher ratios). Cost per round: O(d) for the played
 arm plus O(1) per other arm while the selection is near uniform (O(d) otherwise) and O(K d) for the release and
-the action rule (a compiled kernel, :func:`greedy_index`); ``benchmarks/dphdb_benchmark.py`` prints its speed as a
-ratio to that inherent work measured in the same run (an absolute rate depends on the machine and its load).
+the action rule (a compiled kernel, :func:`greedy_index`). The loop plays it by blocks of rounds
+(:meth:`DPHDB.play_block`: :mod:`dpbandit.agents.dp_hdb_blocks`, one compiled kernel per run of rounds, bit for bit
+``act`` and ``update``); ``benchmarks/dphdb_benchmark.py`` prints its own per-round cost as a ratio to a compiled
+floor of the same work measured in the same run (an absolute rate depends on the machine and its load).
 """
 
 from __future__ import annotations

@@ -125,34 +125,35 @@ def play_block(agent, block: RoundBlock) -> np.ndarray:
     two_scale = 0.0 if logistic else 2.0 * engine.loss.scale
     no_k, no_u = np.empty((draws.rounds, 0, 0), dtype=np.int64), np.empty((draws.rounds, 0, 0))  # no proposals
     i, acted = 0, False
-    while True:
-        forced = curator._theta_forced if curator._theta_forced is not None else _no_forced(agent.dim)
-        i, status, t = play_rounds(
-            block.obs, block.rewards, i, acted, arms, values, engine._scores, engine.V, engine._s_inf,
-            engine._last_j, engine._last_value, forced, engine.t, no_k if draws.k is None else draws.k,
-            no_u if draws.u is None else draws.u, draws.v, draws.first, rows, chosen, curator._warmup,
-            cal.horizon, curator._h, logistic, linf, bound, engine.feature_bound, *agent.reward_range,
-            cal.lipschitz, two_scale, cal.radius, cal.coefficient, cal.noise_off, pofw._REJECTION_SPAN)
-        engine.t = curator.round = t
-        acted = False
-        if status == DONE:
-            break
-        if status == DRAWS:
-            draws.ensure(t + 1)
-        elif status == TIE:  # the action rule's tie (or NaN: its error), with the exploration stream
-            arms[i], acted = argmax_random_tie(values, agent.rng), True
-        elif status == OBSERVE:  # the single path's checks, clip or error, then the whole step
-            curator.observe(block.obs[i], int(arms[i]), block.rewards[i, arms[i]])
-            i += 1
-        elif status == SELECT:  # the gradient is in: the single path's selection and vertex moves of step t
-            engine._select_and_move(t)
-            curator.round = t
-            if t == curator._warmup:
+    try:
+        while True:
+            forced = curator._theta_forced if curator._theta_forced is not None else _no_forced(agent.dim)
+            i, status, t = play_rounds(
+                block.obs, block.rewards, i, acted, arms, values, engine._scores, engine.V, engine._s_inf,
+                engine._last_j, engine._last_value, forced, engine.t, no_k if draws.k is None else draws.k,
+                no_u if draws.u is None else draws.u, draws.v, draws.first, rows, chosen, curator._warmup,
+                cal.horizon, curator._h, logistic, linf, bound, engine.feature_bound, *agent.reward_range,
+                cal.lipschitz, two_scale, cal.radius, cal.coefficient, cal.noise_off, pofw._REJECTION_SPAN)
+            engine.t = curator.round = t
+            acted = False
+            if status == DONE:
+                break
+            if status == DRAWS:
+                draws.ensure(t + 1)
+            elif status == TIE:  # the action rule's tie (or NaN: its error), with the exploration stream
+                arms[i], acted = argmax_random_tie(values, agent.rng), True
+            elif status == OBSERVE:  # the single path's checks, clip or error, then the whole step
+                curator.observe(block.obs[i], int(arms[i]), block.rewards[i, arms[i]])
+                i += 1
+            elif status == SELECT:  # the gradient is in: the single path's selection and vertex moves of step t
+                engine._select_and_move(t)
+                if t == curator._warmup:
+                    curator._theta_forced = engine.predict()
+                i += 1
+            else:  # FORCED
                 curator._theta_forced = engine.predict()
-            i += 1
-        else:  # FORCED
-            curator._theta_forced = engine.predict()
-    agent._release = curator.release()
+    finally:  # the release of the rounds played (as after each ``update``), also when a round raised
+        agent._release = curator.release()
     return arms
 
 

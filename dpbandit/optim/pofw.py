@@ -41,7 +41,8 @@ its B proposals (probability at most ``(7/8)^32 < 1.4 %``) draws its further rou
 happen. Every number is used at most once, so each selection's randomness is fresh, as the privacy argument needs;
 the layout (which numbers, in which order) is in ``docs/ARCHITECTURE.md``, "Randomness". The acceptance test is a compiled kernel (:func:`~dpbandit.optim.pofw_kernels.first_accepted`,
 numba) that evaluates the exponentials only up to each row's first acceptance; the O(d) score-row update and the
-vertex moves are others (:mod:`dpbandit.optim.pofw_kernels`).
+vertex moves are others (:mod:`dpbandit.optim.pofw_kernels`, which also holds a whole step for DP-HDB's block
+kernel).
 
 Two classes: :class:`DPPOFWBatch` advances n independent learners in lockstep (one sample each per step; all state
 is (n, d) arrays; O(d) work per real sample, O(1) per zero sample, plus the selection: O(1) per learner in the

@@ -31,15 +31,6 @@ _DDOT = types.float64(types.int64, types.voidptr, types.int64, types.voidptr, ty
 _DDOT_SYMBOLS = ("scipy_cblas_ddot64_", "cblas_ddot64_", "cblas_ddot_64", "scipy_cblas_ddot", "cblas_ddot")
 
 
-@cfunc(_DDOT)
-def _plain_ddot(n, x, incx, y, incy):  # bound only where numpy's ddot is not found (NUMPY_DOT is then False)
-    a, b = carray(x, (n * incx,), np.float64), carray(y, (n * incy,), np.float64)
-    total = 0.0
-    for j in range(n):
-        total += a[j * incx] * b[j * incy]
-    return total
-
-
 def _bind_numpy_ddot() -> bool:
     """Bind the symbol ``dpbandit_numpy_ddot`` to the BLAS ``ddot`` that gives numpy's ``a @ b`` bit for bit on test
     vectors (the BLAS libraries loaded in the process, numpy's own first); True if one does, else bind a plain loop
@@ -62,8 +53,20 @@ def _bind_numpy_ddot() -> bool:
             if all(function(a.size, a.ctypes.data, 1, b.ctypes.data, 1) == a @ b for a, b in tests):
                 llvm.add_symbol("dpbandit_numpy_ddot", ctypes.cast(function, ctypes.c_void_p).value)
                 return True
-    llvm.add_symbol("dpbandit_numpy_ddot", _plain_ddot.address)
+    @cfunc(_DDOT)
+    def plain_ddot(n, x, incx, y, incy):  # compiled only here, where no BLAS ddot gives numpy's bits
+        a, b = carray(x, (n * incx,), np.float64), carray(y, (n * incy,), np.float64)
+        total = 0.0
+        for j in range(n):
+            total += a[j * incx] * b[j * incy]
+        return total
+
+    llvm.add_symbol("dpbandit_numpy_ddot", plain_ddot.address)
+    _keep.append(plain_ddot)
     return False
+
+
+_keep: list = []  # the fallback's compiled function, alive as long as the symbol points at it
 
 
 #: Whether :func:`gradient_step`'s ``V_a . x`` is numpy's own ``ddot`` (the single path's bits); where it is not

@@ -281,3 +281,16 @@ def test_dp_hdb_blocks_of_odd_users_check_clip_and_refuse_like_the_step_path(mon
             bad_rewards[2] = np.nan
         with pytest.raises(ValueError, match=match):
             blocks.play_block(_user_block(bad_obs, bad_rewards, 501))
+
+
+def test_dp_hdb_without_numpys_ddot_plays_its_blocks_through_act_and_update(monkeypatch):
+    """Where no BLAS ``ddot`` gives numpy's ``V[a] @ x`` (``pofw_kernels.NUMPY_DOT`` False), the kernel is not used
+    and the block's rounds run through ``act`` and ``update``: the same numbers."""
+    from dpbandit.optim import pofw_kernels
+
+    monkeypatch.setattr(pofw_kernels, "NUMPY_DOT", False)
+    seen = _watch_stops(monkeypatch)
+    env = gymnasium.make("dpbandit/GLMBandit-v0", n_arms=3, dim=40, horizon=1100, theta="dense")
+    blocks, steps = (make_agent("dp_hdb", env, epsilon=2.0) for _ in range(2))
+    assert simulate(env, blocks, 4).equals(play_steps(env, steps, 4, None)) and not seen
+    _same_state(blocks, steps)

@@ -1,5 +1,8 @@
 """Batched DP-HDB: S seeds' per-arm DP-POFW learners stacked into (S, K, 2d) arrays and advanced in lockstep
-(issue 15).
+(issue 15). On the GLM bandits, which hand out blocks of rounds, a lockstep unit plays its seeds one after the other
+through :meth:`~dpbandit.agents.dp_hdb.DPHDB.play_block` instead (issue 25: every seed's work is its own, and the
+single seed runs at its compiled floor, ``benchmarks/dphdb_benchmark.py``); this form serves the environments
+without blocks (own data, third-party environments).
 
 Each seed's :class:`~dpbandit.optim.pofw.DPPOFWBatch` is re-pointed at its slices of the stacked state (the score
 rows ``[-S, S]`` (S, K, 2d), the vertex sums ``V`` (S, K, d), the envelopes ``max_j |S_ij|`` (S, K) and the last
@@ -32,8 +35,8 @@ to the curators, and ``act`` reads only what a release holds (``V/(t+1)`` and th
 and the users' own rows. Each seed's ``agent._release`` is materialised at the horizon (and by every single-path
 round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
 
-Measured (16 seeds against one, interleaved in one run; ``python benchmarks/batch_benchmark.py --agents dp_hdb
---dims 1000`` and ``--agents dp_hdb --env dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM
+Measured before the GLM bandits played DP-HDB by blocks (16 seeds against one, interleaved in one run;
+``python benchmarks/batch_benchmark.py --agents dp_hdb --dims 1000`` and ``--agents dp_hdb --env dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM
 bandit with K = 10, d = 1000, against a printed bound of 1.7-2.05, and 1.8-2.2x on ``HanFigure51-K2`` (d = 50,
 K = 2). What stays per seed is the environment's contexts (21-30 us per seed and round at d = 1000), the
 selection's draws (5-8 us, mostly ``integers``) and the compiled kernels, so lockstep pays at both sizes and the
