@@ -21,6 +21,11 @@ draws or computes something a kernel cannot reproduce bit for bit, or raises:
   rejection round (its draws): the learners' own ``_select_and_move``;
 * ``FORCED``: the warm-up ended: the forced-sample estimators are frozen (``predict``).
 
+The curator / action-rule split of :class:`~dpbandit.agents.private.PrivateAgent` holds within the kernel: a
+round's action reads only what the latest release holds (the quotients ``V / (t + 1)`` and the frozen estimators)
+and the user's own row, before the curator sees that user; no noise is drawn in a kernel (the privacy stream's
+numbers are drawn by numpy, in the single path's order).
+
 The Laplace form draws its noise every step, and where numpy's BLAS ``ddot`` could not be bound
 (:data:`~dpbandit.optim.pofw_kernels.NUMPY_DOT`) the played learner's product would not be the single path's: both
 play their rounds through ``act`` and ``update``. Nothing is batched over seeds: every seed's work is its own (its
