@@ -30,7 +30,8 @@ bound for any bit-identical lockstep in this run; ``bound_reaches_lockstep_targe
 Memory: the agent's state is K x d arrays (the gradient sums S and vertex sums V of the K DP-POFW learners; DP-POFW
 has no tree, ``spec/han-frank-wolfe.md`` §5), so it does not grow with T or with the rounds played. The benchmark
 builds the environment and the agent for T = 10^6 and reports the state size, the tracemalloc peak of construction
-plus ``--memory-rounds`` rounds (0 skips it), and the process's peak RSS. Target: T = 10^6 under 1 GiB. ``--full``
+plus ``--memory-rounds`` rounds (0 skips it), and the process's peak RSS (over the whole run: the throughput
+cases, 16 seeds' environments and agents among them, come first). Target: T = 10^6 under 1 GiB. ``--full``
 plays all 10^6 rounds of that run (minutes).
 
     python benchmarks/dphdb_benchmark.py [--repeats 3] [--rounds 10000] [--seeds 16] [--memory-rounds 20000] [--full]
