@@ -12,8 +12,8 @@ Per round, batched:
 * **Act** (:meth:`DPHDB.action_rule` of every seed): the warm-up's round robin; afterwards the single path's
   compiled :func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed in one kernel call over the stack, so every
   score is bit for bit the single one (``tests/agents/test_batched.py``); ``theta = V/(t+1)`` is divided inside
-  the kernel, the release's elementwise quotients. Ties: :func:`~dpbandit.agents.batched.choose_rows` (each seed's exploration
-  stream, consumed only on a tie).
+  the kernel, the release's elementwise quotients. Ties: :func:`~dpbandit.agents.batched.choose_rows` (each
+  seed's exploration stream, consumed only on a tie).
 * **Curator** (:meth:`HDBCurator.observe` and :meth:`DPPOFWBatch.update_one` of every seed): the checks done for all
   seeds at once (context bound with a margin that only passes rows the single check passes, ``||x||_inf`` against
   the feature bound, reward clip ``min(max(y, low), high)`` by the same comparisons, horizon); the played learner's
@@ -36,9 +36,9 @@ and the users' own rows. Each seed's ``agent._release`` is materialised at the h
 round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
 
 Measured before the GLM bandits played DP-HDB by blocks (16 seeds against one, interleaved in one run;
-``python benchmarks/batch_benchmark.py --agents dp_hdb --dims 1000`` and ``--agents dp_hdb --env dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM
-bandit with K = 10, d = 1000, against a printed bound of 1.7-2.05, and 1.8-2.2x on ``HanFigure51-K2`` (d = 50,
-K = 2). What stays per seed is the environment's contexts (21-30 us per seed and round at d = 1000), the
+``python benchmarks/batch_benchmark.py --agents dp_hdb --dims 1000`` and ``--agents dp_hdb --env
+dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM bandit with K = 10, d = 1000, against a
+printed bound of 1.7-2.05, and 1.8-2.2x on ``HanFigure51-K2`` (d = 50, K = 2). What stays per seed is the environment's contexts (21-30 us per seed and round at d = 1000), the
 selection's draws (5-8 us, mostly ``integers``) and the compiled kernels, so lockstep pays at both sizes and the
 form never declines.
 """
