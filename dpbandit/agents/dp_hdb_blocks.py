@@ -62,11 +62,12 @@ def play_rounds(obs, rewards, i, acted, arms, values, scores, V, s_inf, last_j, 
     (n,), from the learners' state after step t (``scores`` (K, 2d), ``V`` (K, d), ``s_inf``, ``last_j``,
     ``last_value`` (K,), ``theta_forced`` (K, d), or (0, d) during the warm-up) and the selection numbers ``k``,
     ``u`` (R, K, B) (R, 0, 0 without proposals), ``v`` (R, K) of steps ``first ..``; ``acted``: round i's arm is
-    ``arms[i]`` already. Returns ``(i, status, t)``: the round to go on with, why the kernel stopped there (the
-    module docstring; ``DONE`` at the block's end) and the steps taken. ``values`` (K,): the action rule's candidate
-    values of the last round that ran it. Constants: the warm-up's rounds, T, h, the link, the context check (``linf`` and its bound
-    ``fast_bound``, squared for l2), the feature bound, the reward clip [low, high], L0, the squared loss's
-    ``2 scale``, the radius r, the noise scale's coefficient, ``exact`` (noise off) and the rejection span."""
+    ``arms[i]`` already. Returns ``(i, status, t)``: the round to go on with, why the kernel stopped there (the module
+    docstring; ``DONE`` at the block's end) and the steps taken. ``values`` (K,): the action rule's candidate values
+    of the last round that ran it. Constants: the warm-up's rounds, T, h, the link, the context check (``linf`` and
+    its bound ``fast_bound``, squared for l2), the feature bound, the reward clip [low, high], L0, the squared
+    loss's ``2 scale``, the radius r, the noise scale's coefficient, ``exact`` (noise off) and the rejection
+    span."""
     n, K = rewards.shape
     R = v.shape[0]
     while i < n:

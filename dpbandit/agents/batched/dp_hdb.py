@@ -35,12 +35,12 @@ to the curators, and ``act`` reads only what a release holds (``V/(t+1)`` and th
 and the users' own rows. Each seed's ``agent._release`` is materialised at the horizon (and by every single-path
 round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
 
-Measured before the GLM bandits played DP-HDB by blocks (16 seeds against one, interleaved in one run;
-``python benchmarks/batch_benchmark.py --agents dp_hdb --dims 1000`` and ``--agents dp_hdb --env
-dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM bandit with K = 10, d = 1000, against a
-printed bound of 1.7-2.05, and 1.8-2.2x on ``HanFigure51-K2`` (d = 50, K = 2). What stays per seed is the environment's contexts (21-30 us per seed and round at d = 1000), the
-selection's draws (5-8 us, mostly ``integers``) and the compiled kernels, so lockstep pays at both sizes and the
-form never declines.
+Measured before the GLM bandits played DP-HDB by blocks (16 seeds against one, interleaved in one run; ``python
+benchmarks/batch_benchmark.py --agents dp_hdb --dims 1000`` and ``--agents dp_hdb --env
+dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM bandit with K = 10, d = 1000, against a printed
+bound of 1.7-2.05, and 1.8-2.2x on ``HanFigure51-K2`` (d = 50, K = 2). What stays per seed is the environment's
+contexts (21-30 us per seed and round at d = 1000), the selection's draws (5-8 us, mostly ``integers``) and the
+compiled kernels, so lockstep pays at both sizes and the form never declines.
 """
 
 from __future__ import annotations
