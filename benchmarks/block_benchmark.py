@@ -9,9 +9,9 @@ loaded machine) and wall time, next to the load average at the start and the end
   every round) on the same environment and agent; the two give the same frame (checked).
 * ``linucb_lockstep``: the same with 16 seeds: ``simulate_batch`` (the block loop, seed after seed) against the
   round-by-round lockstep of the batched form over the vector environment (the path 0.1.0 took).
-* ``dp_hdb``: DP-HDB, K = 10, d = 1000 (no block kernel: ``simulate`` plays it through ``step``), one seed and 16
-  in lockstep (its batched form over the vector environment), per seed-round; and the two parts this change made
-  blockwise, each against the 0.1.0 way in the same run: the environment's means (the compiled
+* ``dp_hdb``: DP-HDB, K = 10, d = 1000 (its block kernel, ``dpbandit.agents.dp_hdb_blocks``), one seed and 16 in
+  lockstep (the block loop, seed after seed), per seed-round (its targets: ``benchmarks/dphdb_benchmark.py``); and
+  the two parts issue 25 first made blockwise, each against the 0.1.0 way in the same run: the environment's means (the compiled
   :func:`~dpbandit.envs.blocks.linear_predictors` against the broadcast product and ``sum``) and DP-POFW's proposals
   (drawn for 256 steps at once against two numpy calls per step).
 

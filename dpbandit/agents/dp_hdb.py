@@ -47,8 +47,10 @@ schedule, t0, h and b depend on public constants only. ``epsilon = inf`` switche
 (2, 5 seeds), 2.12 (4, 5 seeds), 3.03 (8), 4.82 (16), 51 (inf; 3 seeds each) (re-measured with the 4-noise-std reward
 clip; the earlier 3-std clip gave 1-2 % higher ratios). Cost per round: O(d) for the played
 arm plus O(1) per other arm while the selection is near uniform (O(d) otherwise) and O(K d) for the release and
-the action rule (a compiled kernel, :func:`greedy_index`); ``benchmarks/dphdb_benchmark.py`` prints its speed as a
-ratio to that inherent work measured in the same run (an absolute rate depends on the machine and its load).
+the action rule (a compiled kernel, :func:`greedy_index`). The loop plays it by blocks of rounds
+(:meth:`DPHDB.play_block`: :mod:`dpbandit.agents.dp_hdb_blocks`, one compiled kernel per run of rounds, bit for bit
+``act`` and ``update``); ``benchmarks/dphdb_benchmark.py`` prints its own per-round cost as a ratio to a compiled
+floor of the same work measured in the same run (an absolute rate depends on the machine and its load).
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ from dpbandit.agents.lasso_bandit import default_hyperparameters
 from dpbandit.agents.private import (Curator, PrivateAgent, check_context_bound, require_finite_theta_bound,
                                      reward_clip_range)
 from dpbandit.compiled import kernel
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.losses import LogisticLoss, Loss, SquaredLoss
 from dpbandit.optim.pofw import FORMS, DPPOFWBatch, glm_lipschitz
@@ -105,12 +108,30 @@ def _dot(a, b):
 
 
 @kernel
-def greedy_index(X, theta_forced, theta, h, logistic, out):
+def _dot_over(a, b, divisor):
+    """:func:`_dot` of a and ``b / divisor``, each quotient the IEEE one numpy's ``b / divisor`` holds (so
+    ``divisor = 1.0`` gives ``_dot(a, b)``)."""
+    n = a.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    m = n - n % 4
+    for j in range(0, m, 4):
+        s0 += a[j] * (b[j] / divisor)
+        s1 += a[j + 1] * (b[j + 1] / divisor)
+        s2 += a[j + 2] * (b[j + 2] / divisor)
+        s3 += a[j + 3] * (b[j + 3] / divisor)
+    for j in range(m, n):
+        s0 += a[j] * (b[j] / divisor)
+    return (s0 + s1) + (s2 + s3)
+
+
+@kernel
+def greedy_index(X, theta_forced, theta, divisor, h, logistic, out):
     """DP-HDB's action rule after the warm-up (``spec/han-frank-wolfe.md`` §6) for the (K, d) features X: the arms
     whose forced-sample mean ``mu(x_i . thetaF_i)`` is within h/2 of the best are the candidates, and ``out`` (K,)
-    gets ``x_i . theta_i`` for them, -inf for the others; returns ``(best, ties)`` of ``out``
-    (:func:`~dpbandit.agents.baselines.best_and_ties`). ``mu`` is the identity or the logistic function.
-    Compiled (numba): one pass over each row."""
+    gets ``x_i . theta_i`` for them, -inf for the others, with the all-sample estimators ``theta / divisor`` (the
+    release's ``theta`` and 1.0, or the learners' vertex sums V and ``t + 1``: the same quotients, the same bits);
+    returns ``(best, ties)`` of ``out`` (:func:`~dpbandit.agents.baselines.best_and_ties`). ``mu`` is the identity
+    or the logistic function. Compiled (numba): one pass over each row."""
     K = X.shape[0]
     if theta_forced.shape != X.shape or theta.shape != X.shape or out.shape[0] != K:
         raise ValueError("greedy_index: X, theta_forced and theta must share one (K, d) shape, out must be (K,)")
@@ -122,7 +143,7 @@ def greedy_index(X, theta_forced, theta, h, logistic, out):
         if forced[i] > top or forced[i] != forced[i]:  # NaN propagates, as numpy's max does
             top = forced[i]
     for i in range(K):
-        out[i] = _dot(X[i], theta[i]) if forced[i] >= top - h / 2.0 else -math.inf
+        out[i] = _dot_over(X[i], theta[i], divisor) if forced[i] >= top - h / 2.0 else -math.inf
     return best_and_ties(out)
 
 
@@ -323,8 +344,16 @@ class DPHDB(PrivateAgent):
         if X.shape != theta.shape:
             raise ValueError(f"observation must have shape (n_arms, dim) = {theta.shape}, got {X.shape}")
         values = np.empty(len(X))
-        best, ties = greedy_index(X, release.theta_forced, theta, release.h, release.link == "logistic", values)
+        best, ties = greedy_index(X, release.theta_forced, theta, 1.0, release.h, release.link == "logistic",
+                                  values)
         return best if ties == 1 else argmax_random_tie(values, rng)
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The block's rounds as ``act`` and ``update`` play them, bit for bit, mostly in one compiled kernel
+        (:func:`dpbandit.agents.dp_hdb_blocks.play_block`)."""
+        from dpbandit.agents.dp_hdb_blocks import play_block  # (it imports this module's kernels)
+
+        return play_block(self, block)
 
     def __repr__(self) -> str:
         return (f"DPHDB(K={self.n_arms}, d={self.dim}, epsilon={self.epsilon:g}, delta={self.delta:g}, "

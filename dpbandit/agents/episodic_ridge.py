@@ -65,17 +65,17 @@ default) combines every release with the public weights of :mod:`~dpbandit.agent
 ridge on every user so far, as greedy); ``centre=True`` (default) subtracts the clip's midpoint c from every reward,
 so ``B = (hi - lo)/2`` in the moment's sensitivity; the default share caps S at ``2 B / L`` (``target_bound``), i.e.
 w <= 1/2; the schedule's episodes shorten as the noise falls (``episode_scale``, §6.5); noise off the agent is
-greedy ridge (a release after every user, no centring or row clip).
+greedy ridge (a release after every user, no centring or row clip). Cost of the schedule: episodes of >= M d users by
+default (an O(d^3) release is O(d^2) a user amortised); noise off, modes "weighted"/"sum": Sherman-Morrison, O(d^2) a
+user.
 
 **Cost.** Per round O(d): the played row is copied into a buffer of
 :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users, whose Gram matrix and moments are added to the episode's sums
 when it is full (BLAS level 3: O(d^2) amortised flops a user; memory O(M d^2 + chunk d), whatever the episode's
 length; :mod:`~dpbandit.agents.episode_sums`); O(d) Python work per round. Per episode and model, the floored V by
 :class:`~dpbandit.agents.floored_ridge.FlooredRidge`: two Cholesky factorisations (d^3/3 flops each) while the
-floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more), the eigendecomposition where it
-acts. The action costs O(K d) (greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
-Episodes of >= M d users by default (O(d^3) a release: O(d^2) a user amortised); noise off, modes "weighted"/"sum":
-Sherman-Morrison, O(d^2) a user.
+floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more); where it acts, V's eigenpairs
+below the floor (LAPACK ``dsyevr`` on that range) lift V to it first. The action costs O(K d) (greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
 """
 
 from __future__ import annotations
@@ -88,10 +88,10 @@ import numpy as np
 from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
-from dpbandit.agents.floored_ridge import FlooredRidge
 from dpbandit.agents.episodic_ridge_calibration import (MODES, ROW_CLIP_FACTOR, UNBOUNDED_GRAM_SHARE,
                                                         EpisodicRidgeCalibration, clip_rows, default_row_clip,
                                                         theta_l2_bound)
+from dpbandit.agents.floored_ridge import FlooredRidge
 from dpbandit.agents.private import PrivateAgent, read_only, require_finite_theta_bound
 from dpbandit.agents.release_combination import noise_regulariser, pool_gram
 from dpbandit.agents.release_rules import RULES, thompson_scores, ucb_radius, ucb_scores
@@ -116,8 +116,8 @@ class EpisodicRidgeRelease:
     ``episode``: releases so far. The action ``rule`` ("greedy", "ucb", "thompson") and its public arrays: ``beta``
     (M,) the UCB radius; ``basis`` (M, d, d) and ``scale`` (M, d) the Thompson draw ``theta + basis (scale * xi)``,
     ``basis diag(scale^2) basis^T = R^2 V^{-1} + tau^2 V^{-2}``: ``V^{-1} C`` and ones (:mod:`~dpbandit.agents.
-    floored_ridge`), or V's eigenvectors and sds where the eigenvalue floor acts (:mod:`~dpbandit.agents.
-    release_rules`).
+    floored_ridge`), or eigenvectors and sds (V = lam I before any data; the full-eigendecomposition fallback;
+    :mod:`~dpbandit.agents.release_rules`).
     """
 
     gram: np.ndarray | None
@@ -197,7 +197,7 @@ class EpisodicRidgeCurator(EpisodicCurator):
         if cal.gram_pool:  # one pooled shape for every arm (post-processing of released arrays, §6.7)
             shape, w_norm = pool_gram(gram, w_norm)
         lam = self._regulariser(n_summed, w_norm)
-        # V = G~ + lam I with eigenvalues floored at ridge (post-processing): Cholesky where the floor is inactive
+        # V = G~ + lam I with eigenvalues floored at ridge (post-processing), by Cholesky (floored_ridge)
         V = FlooredRidge(shape, lam, cal.ridge, psd=self._gram_noise is None, draws=cal.rule == "thompson")
         v_inv = V.inverse() if cal.rule == "ucb" or cal.ucb_alpha > 0 else None
         theta = V.solve(moment, v_inv)

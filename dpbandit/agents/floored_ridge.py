@@ -140,8 +140,9 @@ class FlooredRidge:
 
     def draw_factor(self, R: float, tau2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The Thompson draw's ``(basis (M, d, d), scale (M, d))`` with ``basis diag(scale^2) basis^T =
-        R^2 V_floor^{-1} + tau2_m V_floor^{-2}`` (``tau2`` (M,)): eigenvectors and the per-direction sds where the
-        floor acts or V = lam I; ``V^{-1} C`` and ones where V is factorised (module docstring)."""
+        R^2 V_floor^{-1} + tau2_m V_floor^{-2}`` (``tau2`` (M,)): ``V_floor^{-1} C`` and ones where V_floor is
+        factorised (module docstring); eigenvectors and the per-direction sds where V = lam I or in the
+        eigendecomposition fallback."""
         bases, scales = [], []
         for m, (kind, part) in enumerate(zip(self.kinds, self._parts)):
             if kind in ("cholesky", "lifted"):

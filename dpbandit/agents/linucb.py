@@ -44,38 +44,15 @@ def ucb_scores_stack(W, X, alpha, out, best, ties):
 
 
 @kernel
-def _times_x(W, x, u):
-    """``u = A^{-1} x`` ((d,)) from a model buffer W (d+1, d), each entry summed over j in index order from 0.0:
-    :func:`~dpbandit.agents.ridge.rows_times`'s sums, with four j per pass over u (a quarter of its loads and stores
-    of u, the same additions in the same order)."""
-    d = x.shape[0]
-    for i in range(d):
-        u[i] = 0.0
-    d4 = d - d % 4
-    for j in range(0, d4, 4):
-        x0, x1, x2, x3 = x[j], x[j + 1], x[j + 2], x[j + 3]
-        for i in range(d):
-            acc = u[i]
-            acc += W[j, i] * x0
-            acc += W[j + 1, i] * x1
-            acc += W[j + 2, i] * x2
-            acc += W[j + 3, i] * x3
-            u[i] = acc
-    for j in range(d4, d):
-        xj = x[j]
-        for i in range(d):
-            u[i] += W[j, i] * xj
-
-
-@kernel
 def play_linucb_block(W, B, C, obs, rewards, alpha, u, arms):
     """LinUCB's n rounds of a block: round t plays the largest of :func:`ucb_scores` (ties by
     :func:`~dpbandit.agents.draws.pick_tie` with ``u[t]``), then adds ``(obs[t, arm], rewards[t, arm])`` to model m by
     :func:`~dpbandit.agents.ridge.sherman_morrison` and ``C[m] += 1`` (m = arm when M = K, else 0): ``act`` and
-    ``update`` round by round, bit for bit. The update reuses the played arm's ``A^{-1} x``, ``x^T theta`` and
-    ``x^T A^{-1} x`` from its score (the same sums of the same W and x). W (M, d+1, d), B (M, d), C (M,),
-    obs (n, K, d), rewards (n, K), u and arms (n,). Returns n, or the round whose scores hold a NaN (nothing played
-    from it on)."""
+    ``update`` round by round, bit for bit: every sum in the same order (``A^{-1} x`` four j per pass over it, a
+    quarter of rows_times' loads and stores of it), and the update reuses the played arm's ``A^{-1} x``,
+    ``x^T theta`` and ``x^T A^{-1} x`` from its score (the same sums of the same W and x). W (M, d+1, d),
+    B (M, d), C (M,), obs (n, K, d), rewards (n, K), tie uniforms u and arms (n,). Returns n, or the round whose
+    scores hold a NaN (nothing played from it on)."""
     n, K, d = obs.shape
     M = W.shape[0]
     if W.shape[1] != d + 1 or W.shape[2] != d or (M != 1 and M != K) or B.shape[0] != M or B.shape[1] != d \
@@ -85,19 +62,34 @@ def play_linucb_block(W, B, C, obs, rewards, alpha, u, arms):
                          "rewards (n, K), u and arms (n,)")
     U = np.empty((K, d))
     quad, mean, scores = np.empty(K), np.empty(K), np.empty(K)
+    d4 = d - d % 4
     for t in range(n):
         X = obs[t]
         for a in range(K):
-            _times_x(W[a if M > 1 else 0], X[a], U[a])
-        for a in range(K):
-            quad[a] = 0.0
-            mean[a] = 0.0
-        for i in range(d):
-            for a in range(K):
-                quad[a] += U[a, i] * X[a, i]
-                mean[a] += W[a if M > 1 else 0, d, i] * X[a, i]
-        for a in range(K):
-            scores[a] = mean[a] + alpha * math.sqrt(quad[a])
+            m = a if M > 1 else 0
+            x, r = X[a], U[a]
+            # r = A_m^{-1} x: rows_times' sums (each entry over j in index order from 0.0), four j per pass over r
+            for i in range(d):
+                r[i] = 0.0
+            for j in range(0, d4, 4):
+                x0, x1, x2, x3 = x[j], x[j + 1], x[j + 2], x[j + 3]
+                for i in range(d):
+                    acc = r[i]
+                    acc += W[m, j, i] * x0
+                    acc += W[m, j + 1, i] * x1
+                    acc += W[m, j + 2, i] * x2
+                    acc += W[m, j + 3, i] * x3
+                    r[i] = acc
+            for j in range(d4, d):
+                xj = x[j]
+                for i in range(d):
+                    r[i] += W[m, j, i] * xj
+            q = mu = 0.0
+            for i in range(d):
+                q += r[i] * x[i]
+                mu += W[m, d, i] * x[i]
+            quad[a], mean[a] = q, mu
+            scores[a] = mu + alpha * math.sqrt(q)
         best, ties = best_and_ties(scores)
         arm = pick_tie(scores, best, ties, u[t])
         if arm < 0:

@@ -18,9 +18,9 @@ Score ``x_a^T theta_hat_m + beta_m ||x_a||_{V_m^{-1}}``.
 **Thompson**: the first-order law of theta given the release is N(theta_hat, R^2 V^{-1} + tau_w^2 V^{-2}),
 ``tau_w^2 = sigma_bw^2 + sigma_Gw^2 ||theta_hat||^2``; with ``V = U diag(e) U^T`` a draw is
 ``theta~ = theta_hat + U diag(sqrt(R^2/e + tau_w^2/e^2)) xi``, ``xi ~ N(0, I_d)`` from the **exploration** stream
-(never the privacy stream), one draw per model per user; the action is greedy on theta~. Where V's eigenvalue floor
-is inactive the release gives the factor ``V^{-1} C`` (``C C^T = R^2 V + tau_w^2 I``, two Cholesky factorisations
-instead of an eigendecomposition: :mod:`~dpbandit.agents.floored_ridge`) with unit sds: the same law.
+(never the privacy stream), one draw per model per user; the action is greedy on theta~. The release gives the
+factor ``V^{-1} C`` of the floored V (``C C^T = R^2 V + tau_w^2 I``, two Cholesky factorisations instead of an
+eigendecomposition: :mod:`~dpbandit.agents.floored_ridge`) with unit sds: the same law.
 
 Shapes: M models (1 shared, K disjoint), d features, observation X (K, d).
 """

@@ -1,7 +1,8 @@
 """The environment side of the block protocol: rounds handed over as arrays, and their compiled arithmetic.
 
-An environment that pre-generates its rounds (:class:`~dpbandit.envs.glm.GLMBanditEnv`) can hand the evaluation loop
-a block of them at once, :meth:`~dpbandit.envs.glm.GLMBanditEnv.take_block`, instead of one ``step`` per round: a
+An environment that pre-generates its rounds (the GLM bandits, :class:`~dpbandit.envs.glm.GLMBanditEnv`, and the
+own-data bandits, :class:`~dpbandit.envs.tabular.TabularBanditEnv`) can hand the evaluation loop a block of them at
+once, :meth:`~dpbandit.envs.glm.GLMBanditEnv.take_block`, instead of one ``step`` per round: a
 :class:`RoundBlock` of n consecutive rounds (n >= 1), after which the episode stands n rounds later, exactly as if
 ``step`` had been called n times (whatever arms were played: every arm's reward is drawn for every round, so a round
 never depends on earlier actions). An agent that plays blocks
@@ -34,7 +35,8 @@ class RoundBlock:
     (in the disjoint structure a broadcast view, stride 0 over the arms, of the (n, d) contexts). ``means`` (n, K):
     expected rewards. ``rewards`` (n, K): the realised reward of every arm (a bandit agent reads only the played
     arm's entry, after playing it). ``best`` (n,): the largest expected reward of each round. ``source``: the
-    environment that produced the block (``means`` are its ``expected_rewards`` of ``obs``).
+    environment that produced the block when ``means`` are its ``expected_rewards`` of ``obs``, else None (an own-data
+    bandit: rows with equal features may hold different rewards).
     """
 
     first: int

@@ -21,6 +21,10 @@ matrix with at least one row and column, a 1-D target of the same length without
 that exists with a ``.csv`` or ``.parquet`` suffix and the named target column.
 
 Seeding: the rows are drawn from ``stream(seed, "contexts")``; there is no reward noise and no random instance.
+
+Blocks: the rows of a block of 1024 rounds are drawn at once, and :meth:`TabularBanditEnv.take_block` hands the
+rest of the current block to the evaluation loop (the block protocol, :mod:`dpbandit.envs.blocks`), the same rounds
+and numbers as ``step``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.envs.contexts import CONTEXT_NORMS, NORMALIZE_MODES, normalise
 from dpbandit.seeding import stream
@@ -280,6 +285,26 @@ class TabularBanditEnv(gym.Env):
         self._means = self.rewards[self._rows]  # fresh (n, K) rows: infos never alias each other
         self._means.flags.writeable = False
         self._i = 0
+
+    def take_block(self) -> RoundBlock:
+        """The rounds from the current one to the end of the current block of rows, as a
+        :class:`~dpbandit.envs.blocks.RoundBlock` (the block protocol, :mod:`dpbandit.envs.blocks`): ``means`` and
+        ``rewards`` are the rows' rewards, ``best`` their largest (the reward of the row's best arm, as ``step``'s
+        regret takes it). The episode then stands after them, as if ``step`` had been called for each. The block
+        names no ``source``: rows with equal features may hold different rewards, so ``expected_rewards`` of an
+        observation (the first such row's) need not be its ``means``, and an oracle asks it round by round."""
+        if self._t is None or self._t >= self.horizon:
+            raise RuntimeError("take_block() called before reset() or after the episode ended: call reset()")
+        i = self._i
+        means = self._means[i:]
+        best = means.max(axis=1)
+        best.flags.writeable = False
+        block = RoundBlock(self._t + 1, self._block[i:], means, means, best)
+        self._t += block.n
+        self._i = len(self._rows)
+        if self._t < self.horizon:
+            self._next_block()
+        return block
 
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)

@@ -36,12 +36,13 @@ envelope ``exp(max log-weight)`` (acceptance >= 1/8, O(1) work per learner), the
 the 2d weights (always when 2d <= 64, where that is cheaper). Both give exactly ``P(v) ~ exp(-<v, d_t>/beta_t)``;
 only the running time differs. The proposals and uniforms of a step's first rejection round (``B = 32`` of each per
 learner) and one inverse-CDF uniform per learner are drawn from the privacy stream for a block of steps at a time
-(:meth:`DPPOFWBatch.selection_draws`: one numpy call per array instead of two per step); a row that accepts none of
+(:mod:`dpbandit.optim.pofw_draws`: one numpy call per array instead of two per step); a row that accepts none of
 its B proposals (probability at most ``(7/8)^32 < 1.4 %``) draws its further rounds from the stream when they
 happen. Every number is used at most once, so each selection's randomness is fresh, as the privacy argument needs;
 the layout (which numbers, in which order) is in ``docs/ARCHITECTURE.md``, "Randomness". The acceptance test is a compiled kernel (:func:`~dpbandit.optim.pofw_kernels.first_accepted`,
 numba) that evaluates the exponentials only up to each row's first acceptance; the O(d) score-row update and the
-vertex moves are others (:mod:`dpbandit.optim.pofw_kernels`).
+vertex moves are others (:mod:`dpbandit.optim.pofw_kernels`, which also holds a whole step for DP-HDB's block
+kernel).
 
 Two classes: :class:`DPPOFWBatch` advances n independent learners in lockstep (one sample each per step; all state
 is (n, d) arrays; O(d) work per real sample, O(1) per zero sample, plus the selection: O(1) per learner in the
@@ -60,6 +61,7 @@ import numpy as np
 from dpbandit.optim.losses import Loss, make_loss
 from dpbandit.optim.pofw_kernels import add_gradient, first_accepted, move_to_vertices
 from dpbandit.optim.pofw_calibration import FORMS, POFWCalibration, glm_lipschitz
+from dpbandit.optim.pofw_draws import REJECTION_BATCH, SelectionDraws
 from dpbandit.optim.projections import L1Ball
 from dpbandit.optim.protocol import StreamingLearner
 from dpbandit.privacy.ledger import PrivacyLedger
@@ -69,10 +71,7 @@ __all__ = ["FORMS", "POFWCalibration", "glm_lipschitz", "DPPOFWBatch", "DPPOFW"]
 
 #: Rows whose log-weights span at most this use rejection sampling (acceptance >= 1/8); a speed choice only.
 _REJECTION_SPAN = math.log(8.0)
-_REJECTION_BATCH = 32
-#: Selection draws are made for this many steps at a time (fewer when they would exceed _DRAW_ELEMENTS numbers).
-_DRAW_ROUNDS = 256
-_DRAW_ELEMENTS = 2**18
+_REJECTION_BATCH = REJECTION_BATCH
 #: Relative slack on the declared feature bound (floating-point noise in normalised contexts); larger raises.
 _FEATURE_RTOL = 1e-9
 #: The reductions behind ``ndarray.min`` / ``max``, called without their Python wrappers (same results).
@@ -135,8 +134,7 @@ class DPPOFWBatch:
         self._last_j = np.zeros(n, dtype=np.int64)  # v_t = last_value * e_{last_j}
         self._last_value = np.zeros(n)
         self._rows = np.arange(n)
-        self._draws: tuple = ()
-        self._draw_rounds = 1
+        self.draws = SelectionDraws(self.rng, n, d, self.horizon, not self.calibration.noise_off, _REJECTION_BATCH)
 
     @property
     def S(self) -> np.ndarray:
@@ -263,23 +261,9 @@ class DPPOFWBatch:
     def selection_draws(self, t: int) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
         """Step t's pre-drawn selection numbers of every learner (not used by the Laplace form): the first rejection
         round's proposals (n, B) in [0, 2d) and their uniforms (n, B) (None when 2d <= 2B or the noise is off: the
-        inverse CDF only), and the inverse CDF's uniforms (n,). Steps ``1 + k R .. (k + 1) R`` are drawn at step
-        ``1 + k R`` with ``R = min(_DRAW_ROUNDS, T, max(1, _DRAW_ELEMENTS // numbers per step))``: ``integers(0, 2d,
-        (R, n, B))``, ``random((R, n, B))``, ``random((R, n))``, in this order. Call once per step, before any other
-        draw of the step."""
-        n, d2, B = self.n_learners, 2 * self.dim, _REJECTION_BATCH
-        proposals = d2 > 2 * B and not self.calibration.noise_off
-        if t == 1:
-            per_step = n * (2 * B + 1 if proposals else 1)
-            self._draw_rounds = min(_DRAW_ROUNDS, self.horizon, max(1, _DRAW_ELEMENTS // per_step))
-        i = (t - 1) % self._draw_rounds
-        if i == 0:
-            R, rng = self._draw_rounds, self.rng
-            k = rng.integers(0, d2, size=(R, n, B)) if proposals else None
-            u = rng.random((R, n, B)) if proposals else None
-            self._draws = (k, u, rng.random((R, n)))
-        k, u, v = self._draws
-        return (None if k is None else k[i]), (None if u is None else u[i]), v[i]
+        inverse CDF only), and the inverse CDF's uniforms (n,); drawn for blocks of steps
+        (:class:`~dpbandit.optim.pofw_draws.SelectionDraws`), before any other draw of the step."""
+        return self.draws.step(t)
 
     def _log_weights(self, rows: np.ndarray, a: float) -> np.ndarray:
         """``score/scale`` of all 2d vertices for ``rows``: ``a [-S, S]`` with ``a = r/((t+1) scale_t)``."""

@@ -12,9 +12,9 @@ import dpbandit.envs  # noqa: F401
 from dpbandit.agents import make_agent
 from dpbandit.agents.batched import batched_form
 from dpbandit.agents.batched.dp_hdb import BatchedDPHDB
-from dpbandit.experiment import simulate
 from dpbandit.experiment.batch import simulate_batch_agents
 from dpbandit.experiment.config import AgentSpec, EnvSpec
+from dpbandit.experiment.loop import play_steps
 from dpbandit.optim import pofw
 
 SEEDS = [0, 3, 11]
@@ -42,9 +42,23 @@ def _assert_same(batched_agents, single_agents):
         assert a.curator.learners.rng.bit_generator.state == b.curator.learners.rng.bit_generator.state
 
 
+def _lockstep(env_spec, agent_spec, seeds):
+    """The seeds round by round through the batched form over the vector environment (the lockstep of environments
+    without blocks: ``simulate_batch`` plays the GLM bandits' blocks seed after seed instead)."""
+    from dpbandit.envs.vector import GLMBanditVectorEnv
+    from dpbandit.experiment import batch
+
+    envs = [gymnasium.make(env_spec.id, **env_spec.kwargs) for _ in seeds]
+    agents = [make_agent("dp_hdb", e, **agent_spec.params) for e in envs]
+    for a, s in zip(agents, seeds):
+        a.reset(s)
+    world = batch._Vector(GLMBanditVectorEnv.from_envs([e.unwrapped for e in envs]), list(seeds))
+    return batch._play(world, batched_form(agents), envs[0].unwrapped.constants.horizon, None), agents
+
+
 def test_rejection_rounds_that_miss_are_bit_identical(monkeypatch):
     """One proposal per round (batch 1) at epsilon = 3e4 (envelopes near ln(8)/2): many rows miss and take further
-    rounds, each seed drawing its own proposals in the single order."""
+    rounds, each seed drawing its own proposals in the single order, in the batched form and in the block path."""
     monkeypatch.setattr(pofw, "_REJECTION_BATCH", 1)
     rounds = []
     original = BatchedDPHDB._rejection_round
@@ -56,12 +70,14 @@ def test_rejection_rounds_that_miss_are_bit_identical(monkeypatch):
     monkeypatch.setattr(BatchedDPHDB, "_rejection_round", counting)
     env_spec = EnvSpec("dpbandit/GLMBandit-v0", ENV)
     agent_spec = AgentSpec("dp_hdb", params={"epsilon": 3e4, "warmup": 1})
-    frames, agents = simulate_batch_agents(env_spec, agent_spec, SEEDS)
+    frames, agents = _lockstep(env_spec, agent_spec, SEEDS)
     assert len(rounds) > ENV["horizon"] + 50  # misses happened: more proposal rounds than selections
-    for seed, frame, agent in zip(SEEDS, frames, agents):
+    blocks, _ = simulate_batch_agents(env_spec, agent_spec, SEEDS)
+    for seed, frame, block_frame, agent in zip(SEEDS, frames, blocks, agents):
         env = gymnasium.make(env_spec.id, **env_spec.kwargs)
         single = make_agent("dp_hdb", env, **agent_spec.params)
-        assert frame.equals(simulate(env, single, seed, None))
+        steps = play_steps(env, single, seed, None)
+        assert frame.equals(steps) and block_frame.equals(steps)
         _assert_same([agent], [single])
 
 

@@ -386,14 +386,18 @@ def test_greedy_index_is_the_h_over_2_preselection_then_greedy(logistic):
         X, forced, theta = rng.normal(size=(K, d)), rng.normal(size=(K, d)), rng.normal(size=(K, d))
         h = float(rng.uniform(0.0, 3.0))
         out = np.empty(K)
-        best, ties = greedy_index(X, forced, theta, h, logistic, out)
+        best, ties = greedy_index(X, forced, theta, 1.0, h, logistic, out)
+        sums, over, quotients = theta * 7.0, np.empty(K), np.empty(K)  # vertex sums and t + 1: the release's bits
+        assert greedy_index(X, forced, sums, 7.0, h, logistic, over) == greedy_index(X, forced, sums / 7.0, 1.0, h,
+                                                                                     logistic, quotients)
+        assert np.array_equal(over, quotients)
         mean = np.einsum("kd,kd->k", X, forced)
         mean = expit(mean) if logistic else mean
         expected = np.where(mean >= mean.max() - h / 2, np.einsum("kd,kd->k", X, theta), -np.inf)
         np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
         assert best == int(np.argmax(out)) and ties == 1
     X[0, 0] = np.nan
-    assert greedy_index(X, forced, theta, 1.0, logistic, out)[1] != 1
+    assert greedy_index(X, forced, theta, 1.0, 1.0, logistic, out)[1] != 1
 
 
 def test_greedy_index_refuses_mismatched_shapes():
@@ -401,4 +405,4 @@ def test_greedy_index_refuses_mismatched_shapes():
 
     X = np.zeros((3, 4))
     with pytest.raises(ValueError, match="share one"):
-        greedy_index(X, np.zeros((3, 5)), X, 1.0, False, np.empty(3))
+        greedy_index(X, np.zeros((3, 5)), X, 1.0, 1.0, False, np.empty(3))

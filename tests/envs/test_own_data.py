@@ -244,3 +244,51 @@ def test_regression_targets_name_the_column_and_the_row(tmp_path):
         RegressionBanditEnv(data=str(path), target="price")
     with pytest.raises(ValueError, match=r"targets \(y\) must be finite numbers; row 2 holds inf"):
         RegressionBanditEnv.from_arrays(np.ones((3, 1)), [1.0, 2.0, np.inf])
+
+
+def _own_data_envs():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(60, 4))
+    x[30:] = x[:30]  # equal features, different labels and targets: the oracle must still play as step does
+    return [ClassificationBanditEnv.from_arrays(x, rng.integers(3, size=60), horizon=2500),
+            RegressionBanditEnv.from_arrays(x, rng.normal(size=60), n_arms=4, horizon=2500),
+            ClassificationBanditEnv(dataset="wine", horizon=1030)]
+
+
+@pytest.mark.parametrize("agent", ["random", "oracle", "greedy", "egreedy", "linucb"])
+def test_own_data_blocks_give_the_step_loops_numbers_bit_for_bit(agent):
+    from dpbandit.agents.base import plays_blocks
+    from dpbandit.experiment.batch import simulate_batch
+    from dpbandit.experiment.config import AgentSpec, EnvSpec
+    from dpbandit.experiment.loop import block_source, play_steps
+
+    for env in _own_data_envs():
+        a = make_agent(agent, env)
+        assert block_source(env) is env and plays_blocks(a)
+        for checkpoints in (None, 9):
+            assert simulate(env, a, 5, checkpoints).equals(play_steps(env, a, 5, checkpoints))
+    spec = EnvSpec("dpbandit/Wine-v0", {"horizon": 1500})
+    for seed, frame in zip([1, 2], simulate_batch(spec, AgentSpec(agent), [1, 2], checkpoints=11)):
+        single = gymnasium.make(spec.id, **spec.kwargs)
+        assert frame.equals(play_steps(single, make_agent(agent, single), seed, 11))
+
+
+def test_take_block_hands_out_the_rounds_step_serves():
+    env = ClassificationBanditEnv(dataset="wine", horizon=1500)
+    obs, _ = env.reset(seed=3)
+    served = [obs]
+    for t in range(1500):
+        obs, reward, _, truncated, info = env.step(t % 3)
+        served.append((info["mean_rewards"], info["regret"]))
+    env.reset(seed=3)
+    env.step(0)
+    first = env.take_block()  # from round 2 to the end of the first block of rows
+    second = env.take_block()
+    assert (first.first, first.n, second.first, second.n) == (2, 1023, 1025, 476)
+    with pytest.raises(RuntimeError, match="take_block"):
+        env.take_block()
+    means = np.concatenate([first.means, second.means])
+    assert np.array_equal(means, np.array([m for m, _ in served[2:]]))
+    assert np.array_equal(np.concatenate([first.best, second.best]) - means[np.arange(1499), np.arange(1, 1500) % 3],
+                          np.array([g for _, g in served[2:]]))
+    assert not first.obs.flags.writeable and not first.best.flags.writeable

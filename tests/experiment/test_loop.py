@@ -41,7 +41,7 @@ def test_blocks_give_the_step_loops_numbers_bit_for_bit(env_kwargs, agent):
     assert blocks["t"].tolist()[-1] == 2100 and blocks["cumulative_regret"].iloc[-1] > 0 or agent[0] == "oracle"
 
 
-@pytest.mark.parametrize("name", ["random", "egreedy", "linucb", "greedy"])
+@pytest.mark.parametrize("name", ["random", "egreedy", "linucb", "greedy", "dp_hdb"])
 def test_lockstep_units_play_blocks_with_each_seeds_single_frame(name):
     env = EnvSpec("dpbandit/SparseLinear-v0", {"horizon": 1500, "dim": 30})
     frames = simulate_batch(env, AgentSpec(name), [4, 5, 6], checkpoints=13)
@@ -190,3 +190,107 @@ def test_an_oracle_of_another_truth_is_asked_round_by_round():
     worst = Oracle(env.unwrapped.constants, expected_rewards=lambda obs: -env.unwrapped.expected_rewards(obs))
     frame = simulate(env, worst, 1)
     assert frame.equals(play_steps(env, worst, 1, None)) and (frame["regret"] > 0).all()
+
+
+# DP-HDB (dpbandit.agents.dp_hdb_blocks): one kernel per run of rounds, the single path's code where the kernel stops
+INF = float("inf")
+HDB_CASES = [  # (environment, agent parameters, the kernel's stops that must occur besides DONE and DRAWS)
+    ({"dim": 40}, {"epsilon": 1.0}, {"FORCED"}),  # rejection sampling, the default warm-up
+    ({"dim": 40}, {"epsilon": 16.0, "warmup": 1, "h": 0.05}, {"FORCED"}),
+    ({"dim": 40}, {"epsilon": 1e5, "warmup": 0}, {"TIE", "SELECT"}),  # ties at round 1; rows past ln(8)/2
+    ({"dim": 7, "n_arms": 3}, {"epsilon": 2.0, "warmup": 2}, {"SELECT"}),  # 2d <= 64: the inverse CDF every step
+    ({"dim": 40}, {"epsilon": INF, "warmup": 5}, {"FORCED"}),  # noise off: the LMO, ties by the inverse CDF
+    ({"dim": 40}, {"epsilon": 4.0, "form": "laplace", "warmup": 0}, None),  # Laplace noise every step: act/update
+    ({"dim": 40, "link": "logistic", "theta_bound": 3.0}, {"epsilon": 8.0, "warmup": 3}, {"FORCED"}),
+    ({"dim": 40, "context_norm": "linf", "normalize": "clip", "context_bound": 0.3}, {"epsilon": 2.0}, {"FORCED"}),
+    ({"dim": 1000, "n_arms": 10, "horizon": 700}, {"epsilon": 1.0}, {"FORCED"}),
+]
+
+
+def _hdb_state(agent):
+    e = agent.curator.learners
+    return (e.t, agent.curator.round, e._scores, e.V, e._s_inf, e._last_j, e._last_value, agent.release.theta,
+            agent.release.theta_forced, e.rng.bit_generator.state, agent.rng.bit_generator.state)
+
+
+def _same_state(a, b):
+    for x, y in zip(_hdb_state(a), _hdb_state(b)):
+        assert np.array_equal(x, y) if isinstance(x, np.ndarray) else x == y
+
+
+def _watch_stops(monkeypatch) -> set:
+    """The names of the stops the DP-HDB block kernel makes from now on (a set filled as it runs)."""
+    from dpbandit.agents import dp_hdb_blocks
+
+    seen, kernel = set(), dp_hdb_blocks.play_rounds
+    names = {getattr(dp_hdb_blocks, n): n for n in ("DONE", "DRAWS", "TIE", "OBSERVE", "SELECT", "FORCED")}
+
+    def watched(*args):
+        result = kernel(*args)
+        seen.add(names[result[1]])
+        return result
+
+    monkeypatch.setattr(dp_hdb_blocks, "play_rounds", watched)
+    return seen
+
+
+@pytest.mark.parametrize("env_kwargs, params, stops", HDB_CASES, ids=lambda c: str(c))
+def test_dp_hdb_blocks_give_the_step_loops_numbers_bit_for_bit(env_kwargs, params, stops, monkeypatch):
+    seen = _watch_stops(monkeypatch)
+    env = gymnasium.make("dpbandit/GLMBandit-v0", **{"n_arms": 4, "horizon": 2100, "theta": "dense", **env_kwargs})
+    blocks, steps = (make_agent("dp_hdb", env, **params) for _ in range(2))
+    assert plays_blocks(blocks) and block_source(env) is env.unwrapped
+    frame = simulate(env, blocks, 11, None)
+    assert frame.equals(play_steps(env, steps, 11, None))
+    _same_state(blocks, steps)
+    assert blocks.privacy_report().to_dict() == steps.privacy_report().to_dict()
+    assert seen == set() if stops is None else seen >= {"DONE", "DRAWS", *stops}
+
+
+def _user_block(obs, rewards, first=1):
+    means = np.zeros(rewards.shape)
+    return RoundBlock(first, obs, means, rewards, means.max(axis=1))
+
+
+def test_dp_hdb_blocks_of_odd_users_check_clip_and_refuse_like_the_step_path(monkeypatch):
+    """Zero contexts, contexts a rounding error over the bound (clipped), rewards beyond the clip, per-arm contexts:
+    the kernel hands these rounds to the curator's own ``observe``; a context over the bound or a NaN reward raises
+    the step path's error."""
+    env = gymnasium.make("dpbandit/GLMBandit-v0", n_arms=3, dim=40, horizon=600, context_norm="linf",
+                         context_bound=0.5)
+    blocks, steps = (make_agent("dp_hdb", env, epsilon=2.0, warmup=4) for _ in range(2))
+    blocks.reset(3)
+    steps.reset(3)
+    gen = np.random.default_rng(5)
+    obs = gen.uniform(-0.5, 0.5, (500, 3, 40))  # another context on each arm
+    obs[::7] = 0.0
+    obs[3::11, :, 0] = 0.5 * (1.0 + 1e-12)
+    rewards = gen.normal(0.0, 50.0, (500, 3))
+    seen = _watch_stops(monkeypatch)
+    arms = blocks.play_block(_user_block(obs, rewards))
+    assert "OBSERVE" in seen  # the contexts over the bound went to the curator's checks (and clip)
+    for i in range(500):
+        assert arms[i] == steps.act(obs[i])
+        steps.update(obs[i], int(arms[i]), rewards[i, arms[i]], {})
+    _same_state(blocks, steps)
+    for change, match in (("context", "context_bound"), ("reward", "nan")):
+        bad_obs, bad_rewards = obs[:5].copy(), rewards[:5].copy()
+        if change == "context":
+            bad_obs[2] = 0.6
+        else:
+            bad_rewards[2] = np.nan
+        with pytest.raises(ValueError, match=match):
+            blocks.play_block(_user_block(bad_obs, bad_rewards, 501))
+
+
+def test_dp_hdb_without_numpys_ddot_plays_its_blocks_through_act_and_update(monkeypatch):
+    """Where no BLAS ``ddot`` gives numpy's ``V[a] @ x`` (``pofw_kernels.NUMPY_DOT`` False), the kernel is not used
+    and the block's rounds run through ``act`` and ``update``: the same numbers."""
+    from dpbandit.optim import pofw_kernels
+
+    monkeypatch.setattr(pofw_kernels, "NUMPY_DOT", False)
+    seen = _watch_stops(monkeypatch)
+    env = gymnasium.make("dpbandit/GLMBandit-v0", n_arms=3, dim=40, horizon=1100, theta="dense")
+    blocks, steps = (make_agent("dp_hdb", env, epsilon=2.0) for _ in range(2))
+    assert simulate(env, blocks, 4).equals(play_steps(env, steps, 4, None)) and not seen
+    _same_state(blocks, steps)

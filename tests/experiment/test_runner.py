@@ -182,7 +182,7 @@ def test_several_environments_in_one_sweep(tmp_path):
 
 def test_dask_backend_equals_local_backend(tmp_path):
     pytest.importorskip("dask.distributed")
-    config = _config(agents=(AgentSpec("random"), AgentSpec("linucb")), n_jobs=2)
+    config = _config(agents=(AgentSpec("random"), AgentSpec("linucb"), AgentSpec("dp_hdb")), n_jobs=2)
     local = run_experiment(config, out=False, progress=False).results
     dask = run_experiment(config, out=tmp_path, progress=False, backend="dask").results
     pd.testing.assert_frame_equal(local, dask, check_exact=True)
@@ -265,6 +265,33 @@ def test_a_killed_batched_run_keeps_finished_units_and_resumes_to_the_same_table
     with pytest.raises(KeyboardInterrupt):
         run_experiment(config, out=tmp_path, progress=False)
     assert len(list((tmp_path / "k" / "jobs").glob("*.json"))) == 16  # the first unit's seeds are kept
+    monkeypatch.setattr(batch, "simulate_batch_agents", real)
+    resumed = run_experiment(config, out=tmp_path, progress=False)
+    assert resumed.resumed_jobs == 16
+    pd.testing.assert_frame_equal(resumed.results, reference, check_exact=True)
+
+
+def test_dp_hdb_seeds_are_the_same_alone_in_lockstep_in_parallel_and_resumed(tmp_path, monkeypatch):
+    """DP-HDB's block path: every seed's rows are the same with batch off (one job per seed), in lockstep units of
+    16 + 4 seeds, with two worker processes, and after a run killed in its second unit is resumed."""
+    from dpbandit.experiment import batch
+
+    config = _config(agents=(AgentSpec("dp_hdb", params={"epsilon": 2.0}),), seeds=20, name="h")
+    reference = run_experiment(config.replace(batch="off"), progress=False).results
+    pd.testing.assert_frame_equal(run_experiment(config.replace(n_jobs=2), progress=False).results, reference,
+                                  check_exact=True)
+    real, calls = batch.simulate_batch_agents, []
+
+    def dying(*args, **kwargs):
+        calls.append(args[2])
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # killed while the second unit runs
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(batch, "simulate_batch_agents", dying)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(config, out=tmp_path, progress=False)
+    assert [len(c) for c in calls] == [16, 4]
     monkeypatch.setattr(batch, "simulate_batch_agents", real)
     resumed = run_experiment(config, out=tmp_path, progress=False)
     assert resumed.resumed_jobs == 16

@@ -1,5 +1,8 @@
 """Batched DP-HDB: S seeds' per-arm DP-POFW learners stacked into (S, K, 2d) arrays and advanced in lockstep
-(issue 15).
+(issue 15). On the GLM bandits, which hand out blocks of rounds, a lockstep unit plays its seeds one after the other
+through :meth:`~dpbandit.agents.dp_hdb.DPHDB.play_block` instead (issue 25: every seed's work is its own, and the
+single seed runs at its compiled floor, ``benchmarks/dphdb_benchmark.py``); this form serves the environments
+without blocks (own data, third-party environments).
 
 Each seed's :class:`~dpbandit.optim.pofw.DPPOFWBatch` is re-pointed at its slices of the stacked state (the score
 rows ``[-S, S]`` (S, K, 2d), the vertex sums ``V`` (S, K, d), the envelopes ``max_j |S_ij|`` (S, K) and the last
@@ -8,9 +11,9 @@ Per round, batched:
 
 * **Act** (:meth:`DPHDB.action_rule` of every seed): the warm-up's round robin; afterwards the single path's
   compiled :func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed in one kernel call over the stack, so every
-  score is bit for bit the single one (``tests/agents/test_batched.py``); ``theta = V/(t+1)`` is the release's
-  elementwise division. Ties: :func:`~dpbandit.agents.batched.choose_rows` (each seed's exploration
-  stream, consumed only on a tie).
+  score is bit for bit the single one (``tests/agents/test_batched.py``); ``theta = V/(t+1)`` is divided inside
+  the kernel, the release's elementwise quotients. Ties: :func:`~dpbandit.agents.batched.choose_rows` (each
+  seed's exploration stream, consumed only on a tie).
 * **Curator** (:meth:`HDBCurator.observe` and :meth:`DPPOFWBatch.update_one` of every seed): the checks done for all
   seeds at once (context bound with a margin that only passes rows the single check passes, ``||x||_inf`` against
   the feature bound, reward clip ``min(max(y, low), high)`` by the same comparisons, horizon); the played learner's
@@ -32,12 +35,12 @@ to the curators, and ``act`` reads only what a release holds (``V/(t+1)`` and th
 and the users' own rows. Each seed's ``agent._release`` is materialised at the horizon (and by every single-path
 round); privacy ledgers are untouched (each seed's calibration is its own, identical across seeds).
 
-Measured (16 seeds against one, interleaved in one run; ``python benchmarks/batch_benchmark.py --agents dp_hdb
---dims 1000`` and ``--agents dp_hdb --env dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM
-bandit with K = 10, d = 1000, against a printed bound of 1.7-2.05, and 1.8-2.2x on ``HanFigure51-K2`` (d = 50,
-K = 2). What stays per seed is the environment's contexts (21-30 us per seed and round at d = 1000), the
-selection's draws (5-8 us, mostly ``integers``) and the compiled kernels, so lockstep pays at both sizes and the
-form never declines.
+Measured before the GLM bandits played DP-HDB by blocks (16 seeds against one, interleaved in one run; ``python
+benchmarks/batch_benchmark.py --agents dp_hdb --dims 1000`` and ``--agents dp_hdb --env
+dpbandit/HanFigure51-K2-v0``): 1.3-1.5x the seed-rounds/s on the GLM bandit with K = 10, d = 1000, against a printed
+bound of 1.7-2.05, and 1.8-2.2x on ``HanFigure51-K2`` (d = 50, K = 2). What stays per seed is the environment's
+contexts (21-30 us per seed and round at d = 1000), the selection's draws (5-8 us, mostly ``integers``) and the
+compiled kernels, so lockstep pays at both sizes and the form never declines.
 """
 
 from __future__ import annotations
@@ -117,11 +120,12 @@ class BatchedDPHDB:
     def act(self, obs: np.ndarray) -> np.ndarray:
         if self.theta_forced is None:  # warm-up: round robin
             return np.full(self.S, self.t % self.K, dtype=np.intp)
-        theta = self.V / (self.t + 1.0)  # every seed's release
         X = np.asarray(obs, dtype=float)
-        if X.shape != theta.shape:  # the single path's error
+        if X.shape != self.V.shape:  # the single path's error
             return np.array([DPHDB.action_rule(a.curator.release(), x, a.rng) for a, x in zip(self.agents, X)])
-        _greedy_indices(X, self.theta_forced, theta, self.h, self.logistic, self.indices, self.best, self.ties)
+        # every seed's release theta = V/(t+1), divided inside the kernel (the same quotients)
+        _greedy_indices(X, self.theta_forced, self.V, self.t + 1.0, self.h, self.logistic, self.indices, self.best,
+                        self.ties)
         return choose_rows(self.indices, self.best, self.ties, self.rngs)
 
     # ------------------------------------------------------------------ curator
@@ -256,13 +260,13 @@ class BatchedDPHDB:
 
 
 @kernel
-def _greedy_indices(X, theta_forced, theta, h, logistic, out, best, ties):
-    """:func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed: X, theta_forced, theta (S, K, d), out (S, K);
+def _greedy_indices(X, theta_forced, V, divisor, h, logistic, out, best, ties):
+    """:func:`~dpbandit.agents.dp_hdb.greedy_index` of every seed: X, theta_forced, V (S, K, d), out (S, K);
     each seed's ``(best, ties)`` into ``best`` and ``ties`` (S,)."""
     if out.shape[0] != X.shape[0] or best.shape[0] != X.shape[0] or ties.shape[0] != X.shape[0]:
         raise ValueError("_greedy_indices: X, out, best and ties must have one seed axis S")
     for s in range(X.shape[0]):
-        best[s], ties[s] = greedy_index(X[s], theta_forced[s], theta[s], h, logistic, out[s])
+        best[s], ties[s] = greedy_index(X[s], theta_forced[s], V[s], divisor, h, logistic, out[s])
 
 
 @kernel
