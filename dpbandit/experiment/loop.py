@@ -1,13 +1,13 @@
 """The evaluation loop: one episode per seed, played by blocks of rounds where it can, else by Gymnasium ``step``.
 
 **Blocks** (:mod:`dpbandit.envs.blocks`). When the environment hands out blocks of rounds (``take_block``: the GLM
-bandits; behind only Gymnasium's passive wrappers, :func:`block_source`) and the agent plays them
-(:func:`~dpbandit.agents.base.plays_blocks`: random, oracle, greedy, egreedy, LinUCB, DP-HDB), each block is one
-call to the agent (compiled kernels for the learners), and the rewards and regrets of its rounds are read from the block's
-arrays at once. :func:`play_blocks` is the one block loop, for a single seed (:func:`~dpbandit.experiment.runner.
-simulate`) and for a lockstep unit alike (:func:`~dpbandit.experiment.batch.simulate_batch`): a unit plays its seeds
-one after the other, each with its own environment, agent and streams, so every seed's frame is the same whichever
-way it runs.
+bandits and the own-data tables; behind only Gymnasium's passive wrappers, :func:`block_source`) and the agent
+plays them (:func:`~dpbandit.agents.base.plays_blocks`: random, oracle, greedy, egreedy, LinUCB, DP-HDB, DP-UCB),
+each block is one call to the agent (compiled kernels for the learners), and the rewards and regrets of its rounds
+are read from the block's arrays at once. :func:`play_blocks` is the one block loop, for a single seed
+(:func:`~dpbandit.experiment.runner.simulate`) and for a lockstep unit alike
+(:func:`~dpbandit.experiment.batch.simulate_batch`): a unit plays its seeds one after the other, each with its own
+environment, agent and streams, so every seed's frame is the same whichever way it runs.
 
 **Steps.** Anything else (third-party environments or wrappers, agents without ``play_block``) runs the Gymnasium
 loop, :func:`play_steps`, unchanged::

@@ -51,7 +51,6 @@ from dpbandit.experiment.errors import RunInterrupted
 from dpbandit.experiment.execution import BACKENDS, execute_jobs
 from dpbandit.experiment.loop import blocks_apply, play_blocks, play_steps
 from dpbandit.experiment.planning import plan_run
-from dpbandit.experiment.plots import plot_regret
 from dpbandit.experiment.rundir import open_run_dir
 from dpbandit.experiment.results import (
     COLUMNS,
@@ -324,6 +323,8 @@ def _run(config: ExperimentConfig, built: dict, run_dir: Path | None, progress: 
             path = write_atomic(run_dir / files[name], partial(_write_table, frame, format))
             table_path = path if name == "results" else table_path
         title = f"{config.name}: {', '.join(e.label for e in config.envs)}"
+        from dpbandit.experiment.plots import plot_regret  # matplotlib: only where a figure is drawn
+
         plot_path = plot_regret(results, run_dir / "regret.png", title=title,
                                 private={m["agent"]: m["private"] for m in metas}, labels=legends)
         manifest.update(

@@ -293,3 +293,30 @@ def test_the_shipped_reference_reproduces(scenario):
         if frame["cumulative_regret"].iloc[-1] != expected:
             stale.append(f"{label}: {frame['cumulative_regret'].iloc[-1]!r} != {expected!r}")
     assert not stale, f"the shipped quick reference is stale ({'; '.join(stale)}): " + refs.COMMAND.format(size="quick")
+
+
+def test_the_audit_streams_past_each_agents_first_release(monkeypatch):
+    """An episodic agent whose first release comes after 30 users is audited on a stream that reaches it (it was
+    "undetermined"); one that publishes only after MAX_AUDIT_ROUNDS users is undetermined, saying why."""
+    import dataclasses
+
+    from dpbandit.agents import make_agent
+    from dpbandit.experiment.bench import runner
+    from dpbandit.experiment.bench.suite import load_scenario
+
+    env_spec = load_scenario("dense-shared-linear").env_spec("quick")
+    env = runner.make_env(env_spec.id, **env_spec.kwargs)
+    assert runner.first_release(make_agent("episodic_ridge", env, epsilon=1.0, first_episode=100)) == 100
+    assert runner.first_release(make_agent("dp_ucb", env, epsilon=1.0)) == 1
+    env.close()
+
+    base = BenchConfig(size="tiny", audit=True, n_jobs=1, agents=("episodic_ridge",), use_reference=False)
+    cell = runner.plan_cells(base, lambda name, n: 2)[0]
+    agents = tuple(dataclasses.replace(a, params={**a.params, "first_episode": 31}) for a in cell.config.agents)
+    late = [dataclasses.replace(cell, config=dataclasses.replace(cell.config, agents=agents))]
+    (verdict,) = runner._audits(base, late).values()
+    assert verdict == "audit: pass (100 samples; never a proof)"
+    monkeypatch.setattr(runner, "MAX_AUDIT_ROUNDS", 16)  # the stream would need 32 users
+    (verdict,) = runner._audits(base, late).values()
+    assert verdict.startswith("audit: undetermined (first release after 31 users: the audit would stream 32, beyond "
+                              "the 16 it may")

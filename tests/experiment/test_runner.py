@@ -329,3 +329,15 @@ def test_simulate_limits_blas_to_one_thread_and_rescans_libraries_only_after_imp
     simulate(env, Probe(env.unwrapped.constants), 2)
     simulate(env, Probe(env.unwrapped.constants), 3)
     assert len(scans) == 1  # a module was imported since: scanned again, once
+
+
+def test_simulating_imports_no_plotting_library():
+    """A job's process (a joblib or Dask worker) imports the runner to simulate: it does not load matplotlib or
+    seaborn (about 30 MB and most of a second per worker), only the process that draws the figure does."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from dpbandit.experiment.runner import simulate; from dpbandit.experiment import batch; "
+            "print(sorted(m for m in ('matplotlib', 'seaborn') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
