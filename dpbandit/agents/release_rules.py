@@ -22,16 +22,21 @@ Score ``x_a^T theta_hat_m + beta_m ||x_a||_{V_m^{-1}}``.
 factor ``V^{-1} C`` of the floored V (``C C^T = R^2 V + tau_w^2 I``, two Cholesky factorisations instead of an
 eigendecomposition: :mod:`~dpbandit.agents.floored_ridge`) with unit sds: the same law.
 
+The release itself (:class:`EpisodicRidgeRelease`) and the rules' scores (:func:`ridge_scores`, greedy and UCB)
+are here too, beside the rules that read them.
+
 Shapes: M models (1 shared, K disjoint), d features, observation X (K, d).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RULES", "thompson_scale", "thompson_scores", "ucb_radius", "ucb_scores"]
+__all__ = ["RULES", "EpisodicRidgeRelease", "ridge_scores", "thompson_scale", "thompson_scores", "ucb_radius",
+           "ucb_scores"]
 
 #: The action rules of an episodic ridge release.
 RULES: tuple[str, ...] = ("greedy", "ucb", "thompson")
@@ -69,3 +74,51 @@ def thompson_scores(theta: np.ndarray, basis: np.ndarray, scale: np.ndarray, sha
     xi = rng.standard_normal(theta.shape)
     draw = theta + np.einsum("mij,mj->mi", basis, scale * xi)
     return X @ draw[0] if shared else np.einsum("kd,kd->k", X, draw)
+
+
+@dataclass(frozen=True)
+class EpisodicRidgeRelease:
+    """One publication (read-only arrays). M = 1 (shared) or K (disjoint).
+
+    ``gram`` (M, d, d) and ``moment`` (M, d): the noisy statistics the estimate uses (the last release, the sum of
+    ``n_summed`` releases in mode "sum", or their weighted sum in mode "weighted"; None when kept by Sherman-Morrison
+    with the noise off); ``theta`` (M, d); ``v_inv`` (M, d, d): ``V^{-1}`` for a UCB width (``rule="ucb"`` or
+    ``ucb_alpha > 0``), else None; ``ucb_alpha``;
+    ``episode``: releases so far. The action ``rule`` ("greedy", "ucb", "thompson") and its public arrays: ``beta``
+    (M,) the UCB radius; ``basis`` (M, d, d) and ``scale`` (M, d) the Thompson draw ``theta + basis (scale * xi)``,
+    ``basis diag(scale^2) basis^T = R^2 V^{-1} + tau^2 V^{-2}``: ``V^{-1} C`` and ones (:mod:`~dpbandit.agents.
+    floored_ridge`), or eigenvectors and sds (V = lam I before any data; the full-eigendecomposition fallback;
+    :mod:`~dpbandit.agents.release_rules`).
+    """
+
+    gram: np.ndarray | None
+    moment: np.ndarray | None
+    theta: np.ndarray
+    v_inv: np.ndarray | None
+    ucb_alpha: float
+    shared: bool
+    episode: int
+    n_summed: int
+    rule: str = "greedy"
+    beta: np.ndarray | None = None
+    basis: np.ndarray | None = None
+    scale: np.ndarray | None = None
+    row_clip: float = math.inf
+
+
+def ridge_scores(theta: np.ndarray, v_inv: np.ndarray, ucb_alpha: float, shared: bool,
+                 X: np.ndarray) -> np.ndarray:
+    """The scores of the action rule, ``x_a^T theta_hat_m (+ ucb_alpha ||x_a||_{V_m^{-1}})``: ``theta`` (..., M, d),
+    ``v_inv`` (..., M, d, d) (read only when ``ucb_alpha > 0``), ``X`` (..., K, d) -> (..., K); model m = 0
+    (``shared``) or m = a. Leading axes (seeds, in the batched form :mod:`dpbandit.agents.batched.episodic`) are
+    independent: each row's result is bit for bit the single one."""
+    if shared:
+        # one seed: its matrix-vector product (what the stacked matmul runs per seed)
+        scores = X @ theta[0] if theta.ndim == 2 else np.matmul(X, theta[..., 0, :, None])[..., 0]
+        if ucb_alpha > 0:
+            scores = scores + ucb_alpha * np.sqrt(np.einsum("...kd,...de,...ke->...k", X, v_inv[..., 0, :, :], X))
+    else:
+        scores = np.einsum("...kd,...kd->...k", X, theta)
+        if ucb_alpha > 0:
+            scores = scores + ucb_alpha * np.sqrt(np.einsum("...kd,...kde,...ke->...k", X, v_inv, X))
+    return scores
