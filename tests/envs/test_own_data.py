@@ -250,12 +250,12 @@ def _own_data_envs():
     rng = np.random.default_rng(7)
     x = rng.normal(size=(60, 4))
     x[30:] = x[:30]  # equal features, different labels and targets: the oracle must still play as step does
-    return [ClassificationBanditEnv.from_arrays(x, rng.integers(3, size=60), horizon=2500),
-            RegressionBanditEnv.from_arrays(x, rng.normal(size=60), n_arms=4, horizon=2500),
-            ClassificationBanditEnv(dataset="wine", horizon=1030)]
+    return [ClassificationBanditEnv.from_arrays(x, rng.integers(3, size=60), horizon=2500, theta_bound=1.0),
+            RegressionBanditEnv.from_arrays(x, rng.normal(size=60), n_arms=4, horizon=2500, theta_bound=1.0),
+            ClassificationBanditEnv(dataset="wine", horizon=1030, theta_bound=1.0)]
 
 
-@pytest.mark.parametrize("agent", ["random", "oracle", "greedy", "egreedy", "linucb"])
+@pytest.mark.parametrize("agent", ["random", "oracle", "greedy", "egreedy", "linucb", "dp_ucb", "dp_hdb"])
 def test_own_data_blocks_give_the_step_loops_numbers_bit_for_bit(agent):
     from dpbandit.agents.base import plays_blocks
     from dpbandit.experiment.batch import simulate_batch
@@ -267,7 +267,7 @@ def test_own_data_blocks_give_the_step_loops_numbers_bit_for_bit(agent):
         assert block_source(env) is env and plays_blocks(a)
         for checkpoints in (None, 9):
             assert simulate(env, a, 5, checkpoints).equals(play_steps(env, a, 5, checkpoints))
-    spec = EnvSpec("dpbandit/Wine-v0", {"horizon": 1500})
+    spec = EnvSpec("dpbandit/Wine-v0", {"horizon": 1500, "theta_bound": 1.0})
     for seed, frame in zip([1, 2], simulate_batch(spec, AgentSpec(agent), [1, 2], checkpoints=11)):
         single = gymnasium.make(spec.id, **spec.kwargs)
         assert frame.equals(play_steps(single, make_agent(agent, single), seed, 11))
