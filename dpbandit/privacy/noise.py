@@ -240,14 +240,15 @@ class GeneralizedGaussianNoise(Noise):
 
 @functools.lru_cache(maxsize=32)
 def _upper_triangle(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Flat indices of the entries on and above the diagonal of a k x k matrix, of their mirror images, and their
-    noise scale (sqrt(2) on the diagonal, 1 off it)."""
+    """Flat indices of the entries on and above the diagonal of a k x k matrix and of their mirror images (int32
+    where k^2 fits), and the positions of the diagonal among them (their noise scale is sqrt(2), 1 off it)."""
     rows, cols = np.triu_indices(k)
-    upper, lower = rows * k + cols, cols * k + rows
-    scale = np.where(rows == cols, math.sqrt(2.0), 1.0)
-    for array in (upper, lower, scale):
+    dtype = np.int32 if k * k < 2**31 else np.int64
+    upper, lower = (rows * k + cols).astype(dtype), (cols * k + rows).astype(dtype)
+    diagonal = np.flatnonzero(rows == cols)
+    for array in (upper, lower, diagonal):
         array.flags.writeable = False
-    return upper, lower, scale
+    return upper, lower, diagonal
 
 
 @dataclass(frozen=True)
@@ -278,8 +279,11 @@ class SymmetricGaussianNoise(Noise):
         if shape[-1] != shape[-2]:
             raise ValueError(f"shape must end in a square matrix (..., k, k) for symmetric noise, got {shape!r}")
         k = shape[-1]
-        upper, lower, scale = _upper_triangle(k)
-        values = rng.standard_normal((*shape[:-2], upper.size)) * (self.sigma * scale)
+        upper, lower, diagonal = _upper_triangle(k)
+        values = rng.standard_normal((*shape[:-2], upper.size))
+        on_diagonal = values[..., diagonal] * (self.sigma * math.sqrt(2.0))  # (the same product as a scale array's)
+        values *= self.sigma  # in place: no second (..., k(k+1)/2) array
+        values[..., diagonal] = on_diagonal
         out = np.empty((*shape[:-2], k * k))
         out[..., upper] = values
         out[..., lower] = values

@@ -8,6 +8,7 @@ here in the tests (never in the library).
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -388,3 +389,20 @@ def test_gaussian_draw_is_sample_bit_for_bit():
     a = noise.draw(np.random.default_rng(5), (10_000,))
     b = noise.sample(np.random.default_rng(5), (10_000,))
     assert np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+@pytest.mark.parametrize("sigma", [0.37, 123.456, 1e-7])
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (3, 7, 7), (2, 300, 300)])
+def test_symmetric_noise_draws_are_the_textbook_construction_bit_for_bit(sigma, shape):
+    """The sampler fills the matrix from one vector of standard normals in upper-triangle order, scaled by sigma
+    (sqrt(2) sigma on the diagonal), in place and with int32 indices: the same bits as the plain construction
+    with a scale array (results of every agent with Gram noise depend on it)."""
+    k = shape[-1]
+    rows, cols = np.triu_indices(k)
+    values = np.random.default_rng(3).standard_normal((*shape[:-2], rows.size)) * (
+        sigma * np.where(rows == cols, math.sqrt(2.0), 1.0))
+    expected = np.empty((*shape[:-2], k, k))
+    expected[..., rows, cols] = values
+    expected[..., cols, rows] = values
+    got = SymmetricGaussianNoise(sigma).sample(np.random.default_rng(3), shape)
+    assert np.array_equal(got, expected)
