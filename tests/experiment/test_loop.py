@@ -234,7 +234,7 @@ def _watch_stops(monkeypatch) -> set:
     return seen
 
 
-@pytest.mark.parametrize("env_kwargs, params, stops", HDB_CASES, ids=lambda c: str(c))
+@pytest.mark.parametrize("env_kwargs, params, stops", HDB_CASES, ids=lambda c: str(sorted(c) if isinstance(c, set) else c))
 def test_dp_hdb_blocks_give_the_step_loops_numbers_bit_for_bit(env_kwargs, params, stops, monkeypatch):
     seen = _watch_stops(monkeypatch)
     env = gymnasium.make("dpbandit/GLMBandit-v0", **{"n_arms": 4, "horizon": 2100, "theta": "dense", **env_kwargs})
