@@ -50,7 +50,8 @@ __all__ = ["play_block", "play_rounds"]
 
 DONE, DRAWS, TIE, OBSERVE, SELECT, FORCED = range(6)
 #: The kernel passes an l2 context whose squared norm is within this relative margin of the bound's square (the
-#: single path, with BLAS's sum of squares, refuses only beyond ``bound (1 + 1e-9)``); others go to ``observe``.
+#: single path, with BLAS's sum of squares, refuses only beyond ``bound (1 + CONTEXT_RTOL)``, 4e-10); others go to
+#: ``observe``.
 _FAST_CHECK_RTOL = 1e-12
 
 

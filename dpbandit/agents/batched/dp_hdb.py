@@ -57,7 +57,8 @@ from dpbandit.optim import pofw, pofw_kernels
 __all__ = ["BatchedDPHDB"]
 
 #: The batched context check passes a row whose norm is within this relative margin of the bound (the single path
-#: refuses only beyond ``bound (1 + 1e-9)``), so a batched norm a few ulps off cannot pass a row the single refuses.
+#: refuses only beyond ``bound (1 + CONTEXT_RTOL)``, 4e-10), so a batched norm a few ulps off cannot pass a row the single
+#: refuses.
 _FAST_CHECK_RTOL = 1e-12
 
 
