@@ -106,6 +106,8 @@ def ridge_dm_deviations(data: LoggedData, pi: np.ndarray, rng: np.random.Generat
     sufficient statistics (no loop over rounds): ``O(B n p^2)`` work for ``p = d + 1``, in pieces of about
     ``memory`` floats (resamples drawn a block at a time, rows' outer products a chunk at a time), so memory does not
     grow with ``n * B`` or ``n * p^2``."""
+    n_resamples = check_int("n_resamples", n_resamples, low=1)
+    memory = check_int("memory", memory, low=1)
     n, k = data.n_rounds, data.n_actions
     x = np.hstack([data.context, np.ones((n, 1))])
     p = x.shape[1]

@@ -301,3 +301,15 @@ def test_replay_dm_interval_uses_the_requested_resamples(monkeypatch):
     result = evaluate_offline(data, lambda x: np.full((len(x), 2), 0.5), seed=0, estimators=("dm",), n_resamples=301)
     assert seen == [301]
     assert result.estimates["dm"].low < result.estimates["dm"].value < result.estimates["dm"].high
+
+
+def test_dm_refit_bootstrap_refuses_a_bad_budget_naming_it():
+    from dpbandit.offline import LoggedData
+    from dpbandit.offline.reward_model import ridge_dm_deviations
+
+    data = LoggedData(np.zeros((4, 2)), np.array([0, 1, 0, 1]), np.ones(4), 2)
+    pi = np.full((4, 2), 0.5)
+    for kwargs, name in (({"n_resamples": 0}, "n_resamples"), ({"memory": 0}, "memory"),
+                         ({"memory": 1.5}, "memory")):
+        with pytest.raises((ValueError, TypeError), match=name):
+            ridge_dm_deviations(data, pi, np.random.default_rng(0), **kwargs)
