@@ -128,6 +128,15 @@ class PrivateAgent(Agent):
     def privacy_report(self):
         return self.curator.privacy_report()
 
+    @property
+    def first_release(self) -> int:
+        """The user after whom the agent's releases first depend on data: the end of the first episode of an agent
+        with an episode ``schedule`` (:class:`~dpbandit.agents.episode_schedule.EpisodeSchedule`), else 1 (a release
+        after every user); agents that publish later otherwise override it.
+        :func:`~dpbandit.experiment.checks.check_private_agent` and the bench audit stream at least this many users."""
+        schedule = getattr(self, "schedule", None)
+        return 1 if schedule is None else int(schedule.end(0))
+
 
 #: Relative slack of :func:`check_context_bound` (rounding of a context normalised to the bound). The sensitivities
 #: the private agents calibrate grow at most with ``L^2`` (a Gram matrix, a Hessian), and their noise scales are

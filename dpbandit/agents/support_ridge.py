@@ -339,6 +339,11 @@ class SupportRidge(PrivateAgent):
         """The selection scores (M, d) and the estimation stage's episodic ridge on s' coordinates."""
         return 8 * self.n_arms * (self.dim + 1) + self.estimator.memory_estimate()
 
+    @property
+    def first_release(self) -> int:
+        """The first data-dependent release: the selected support, after the selection stage's users."""
+        return self.selection.users
+
     def _make_curator(self, privacy_rng: np.random.Generator) -> SupportRidgeCurator:
         return SupportRidgeCurator(self, privacy_rng)
 

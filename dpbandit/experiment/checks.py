@@ -43,8 +43,10 @@ import numpy as np
 
 from dpbandit.agents.base import Agent
 from dpbandit.agents.private import PrivateAgent
+from dpbandit.validation import check_int
 
-__all__ = ["ConformanceError", "ActsOnData", "check_acts_on_data", "check_agent", "check_private_agent"]
+__all__ = ["ConformanceError", "ActsOnData", "audit_rounds", "check_acts_on_data", "check_agent",
+           "check_private_agent"]
 
 
 class ConformanceError(AssertionError):
@@ -177,19 +179,34 @@ def _releases(agent: PrivateAgent, data, rng: np.random.Generator) -> np.ndarray
     return np.concatenate(out)
 
 
+#: The fewest users :func:`check_private_agent` streams by default.
+MIN_AUDIT_ROUNDS = 30
+
+
+def audit_rounds(agent: PrivateAgent) -> int:
+    """The users :func:`check_private_agent` streams by default: at least :data:`MIN_AUDIT_ROUNDS` and a power of two
+    at or past the agent's :attr:`~dpbandit.agents.private.PrivateAgent.first_release` (the audit reads the releases
+    at t = 1, 2, 4, ...)."""
+    return max(MIN_AUDIT_ROUNDS, 1 << (int(agent.first_release) - 1).bit_length())
+
+
 def check_private_agent(
     agent: PrivateAgent,
     env: Any,
     *,
     seed: int = 0,
-    n_rounds: int = 30,
+    n_rounds: int | None = None,
     audit: bool = False,
     audit_samples: int = 2000,
 ) -> None:
-    """Check the private-agent structure (after :func:`check_agent`). Raises :class:`ConformanceError`."""
-    check_agent(agent, env, seed=seed, n_rounds=n_rounds)
+    """Check the private-agent structure (after :func:`check_agent`). Raises :class:`ConformanceError`.
+
+    ``n_rounds`` users are streamed (default: :func:`audit_rounds`, at least 30 and past the agent's first release,
+    so an episodic agent's releases depend on the data and the noise by then)."""
     if not isinstance(agent, PrivateAgent) or not agent.private:
         _fail("JDP structure", f"{type(agent).__name__} is not a dpbandit.agents.private.PrivateAgent")
+    n_rounds = audit_rounds(agent) if n_rounds is None else check_int("n_rounds", n_rounds, low=1)
+    check_agent(agent, env, seed=seed, n_rounds=n_rounds)
     rule = inspect.getattr_static(type(agent), "action_rule")
     if not isinstance(rule, staticmethod):
         _fail("JDP structure", "action_rule must be a staticmethod of (release, observation, rng)")
@@ -220,7 +237,10 @@ def check_private_agent(
     if not np.array_equal(a, b):
         _fail("privacy stream", "same privacy generator, same data, different releases: noise from another source")
     if np.array_equal(a, c):
-        _fail("privacy stream", "releases do not depend on the privacy generator: no noise is drawn from it")
+        late = (f" (its first release comes after {agent.first_release} users: stream at least that many, "
+                "n_rounds=None does)" if agent.first_release > n_rounds else "")
+        _fail("privacy stream", f"releases do not depend on the privacy generator: no noise is drawn from it within "
+                                f"the first {n_rounds} users{late}")
     if audit:
         _quick_audit(agent, data, report, audit_samples)
 

@@ -306,8 +306,8 @@ def test_the_audit_streams_past_each_agents_first_release(monkeypatch):
 
     env_spec = load_scenario("dense-shared-linear").env_spec("quick")
     env = runner.make_env(env_spec.id, **env_spec.kwargs)
-    assert runner.first_release(make_agent("episodic_ridge", env, epsilon=1.0, first_episode=100)) == 100
-    assert runner.first_release(make_agent("dp_ucb", env, epsilon=1.0)) == 1
+    assert make_agent("episodic_ridge", env, epsilon=1.0, first_episode=100).first_release == 100
+    assert make_agent("dp_ucb", env, epsilon=1.0).first_release == 1
     env.close()
 
     base = BenchConfig(size="tiny", audit=True, n_jobs=1, agents=("episodic_ridge",), use_reference=False)

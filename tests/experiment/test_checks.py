@@ -31,6 +31,21 @@ def test_every_builtin_agent_conforms(name):
         check_private_agent(agent, env, n_rounds=20)
 
 
+@pytest.mark.parametrize("name", ["episodic_glm", "support_ridge"])
+def test_check_private_agent_streams_past_the_first_release_by_default(name):
+    """With its default parameters an episodic agent first releases after more than 30 users: the default stream
+    reaches that release (it failed as "no noise drawn"), and a too short stream names the first release."""
+    env = gymnasium.make("dpbandit/SparseLogistic-v0", horizon=4000)
+    agent = make_agent(name, env, epsilon=1.0)
+    assert agent.first_release > 30
+    check_private_agent(agent, env)
+    with pytest.raises(ConformanceError, match=f"within the first 30 users .its first release comes after "
+                                               f"{agent.first_release} users"):
+        check_private_agent(agent, env, n_rounds=30)
+    with pytest.raises(ValueError, match="n_rounds"):
+        check_private_agent(agent, env, n_rounds=0)
+
+
 class _GlobalRNGAgent(Agent):
     name = "broken-global"
 

@@ -174,28 +174,18 @@ def run_bench(bc: BenchConfig, out: str | Path | bool | None = None, progress: b
             dask_address=dask_address, allow_long=True))
 
 
-#: Users the bench audit streams at least, and at most (an agent whose first release comes later is "undetermined").
-AUDIT_ROUNDS, MAX_AUDIT_ROUNDS = 30, 1024
-
-
-def first_release(agent) -> int:
-    """The user after whom an agent's releases first depend on data: the end of its first episode (episodic agents'
-    ``schedule``), the end of its selection stage (``selection.selection_users``), else 1 (a release per user)."""
-    schedule = getattr(agent, "schedule", None)
-    if schedule is not None:
-        return int(schedule.end(0))
-    selection = getattr(agent, "selection", None)
-    return int(getattr(selection, "selection_users", 1))
+#: Users the bench audit streams at most (an agent whose first release comes later is "undetermined").
+MAX_AUDIT_ROUNDS = 1024
 
 
 def _audits(bc: BenchConfig, cells: list[Cell]) -> dict[tuple[str, str], str]:
     """(scenario, label) -> the verdict of ``check_private_agent(..., audit=True)`` (conformance and the empirical
     audit: a pass is never a proof), per agent run here at its smallest finite epsilon of the scenario (the tiny
     size audits with 100 samples instead of 2,000). The audited stream runs past the agent's first release
-    (:func:`first_release`, at least 30 users); an agent that publishes only after :data:`MAX_AUDIT_ROUNDS` users is
-    "undetermined", not failed."""
+    (:func:`~dpbandit.experiment.checks.audit_rounds`, at least 30 users); an agent that publishes only after
+    :data:`MAX_AUDIT_ROUNDS` users is "undetermined", not failed."""
     from dpbandit.agents import make_agent
-    from dpbandit.experiment.checks import ConformanceError, check_private_agent
+    from dpbandit.experiment.checks import ConformanceError, audit_rounds, check_private_agent
 
     samples = 100 if bc.size == "tiny" else 2000
     verdicts = {}
@@ -211,8 +201,7 @@ def _audits(bc: BenchConfig, cells: list[Cell]) -> dict[tuple[str, str], str]:
                     continue
                 done.add(stem)
                 agent = make_agent(spec.type, env, **spec.params)
-                first = first_release(agent)
-                rounds = max(AUDIT_ROUNDS, 1 << (first - 1).bit_length())  # the audit reads releases at t = 2^k
+                first, rounds = agent.first_release, audit_rounds(agent)
                 limit = min(MAX_AUDIT_ROUNDS, agent.constants.horizon)
                 if rounds > limit:
                     verdicts[cell.scenario.name, spec.label] = (
