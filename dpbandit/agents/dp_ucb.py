@@ -177,7 +177,7 @@ class DPUCBCurator(Curator):
             for first in range(0, n, per_chunk):
                 stop = min(n, first + per_chunk)
                 if noise is not None:
-                    draws = noise._rng.standard_normal(out=buffer[: stop - first])
+                    draws = noise.draw_units(buffer[: stop - first])
                 i, forced, trusted = first, -1, False
                 while i < stop:
                     i, reason = kernels.play_rounds(obs, rewards, i, stop, forced, trusted, low, high, linf,
@@ -198,7 +198,7 @@ class DPUCBCurator(Curator):
         finally:
             self._t = t0 + done
             if noise is not None:
-                noise._t = self._t
+                noise.advance(self._t - noise.t)
             chol.setflags(write=False)
             u.setflags(write=False)
             self._release = DPUCBRelease(self._t, chol, u, betas[done], self._shared)

@@ -85,6 +85,22 @@ class TreeNoise:
         unit = self._unit
         return i, (self._rng.standard_normal(out=unit) if unit is not None else self._draw())
 
+    def draw_units(self, out: np.ndarray) -> np.ndarray:
+        """The standard normals of the next ``len(out)`` closing nodes of a Gaussian tree, drawn into ``out`` (shape
+        ``(m, d)``) from the tree's generator: the draws :meth:`next_node` would return over m steps, for a caller
+        that closes its nodes in blocks (``close_node(suffix, level, out[j], scale)``) and then counts the steps it
+        took with :meth:`advance`. ``TypeError`` for non-Gaussian node noise."""
+        if self._unit is None:
+            raise TypeError(f"draw_units needs Gaussian node noise, not {type(self._noise).__name__}")
+        return self._rng.standard_normal(out=out)
+
+    def advance(self, n: int) -> None:
+        """Count ``n`` steps whose nodes the caller closed itself (:meth:`draw_units`); ``ValueError`` beyond the
+        horizon."""
+        if not 0 <= n <= self._horizon - self._t:
+            raise ValueError(f"cannot advance {n} steps from item {self._t}: the tree's horizon is {self._horizon}")
+        self._t += n
+
     @property
     def scale(self) -> float:
         """The factor a node's draw is scaled by where it closes (sigma for Gaussian noise, else 1)."""

@@ -342,3 +342,25 @@ def test_tree_noise_stack_is_each_trees_own_add_bit_for_bit():
     stack = TreeNoiseStack(laplace)
     for _ in range(37):
         assert np.array_equal(stack.add(), np.stack([tree.add().copy() for tree in alone]))
+
+
+def test_tree_noise_draws_units_in_blocks_as_its_steps_would():
+    """draw_units + close_node + advance (a caller closing nodes in blocks, DP-UCB's play_block) gives the releases
+    and step count of add(), bit for bit; non-Gaussian node noise and steps beyond the horizon are refused."""
+    from dpbandit.privacy.tree_noise import TreeNoise, close_node
+
+    stepped, blocked = (TreeNoise((4,), 9, GaussianNoise(0.7), np.random.default_rng(3)) for _ in range(2))
+    expected = [stepped.add().copy() for _ in range(6)]
+    units = blocked.draw_units(np.empty((6, 4)))
+    got = []
+    for t, unit in enumerate(units, start=1):
+        close_node(blocked.suffix, (t & -t).bit_length() - 1, unit, blocked.scale)
+        got.append(blocked.suffix[0].copy())
+    blocked.advance(6)
+    assert blocked.t == stepped.t == 6
+    np.testing.assert_array_equal(np.array(got), np.array(expected))
+    np.testing.assert_array_equal(blocked.add(), stepped.add())
+    with pytest.raises(ValueError, match="horizon is 9"):
+        blocked.advance(3)
+    with pytest.raises(TypeError, match="Gaussian node noise, not LaplaceNoise"):
+        TreeNoise((4,), 9, LaplaceNoise(1.0), np.random.default_rng(0)).draw_units(np.empty((2, 4)))
