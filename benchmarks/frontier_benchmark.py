@@ -23,7 +23,11 @@ made by this script run with ``--horizon 100000`` on that commit with the runner
 its ``"note"``: DP-UCB 66 % of the CPU job-seconds, DP-HDB 21.6 %, episodic ridge 5.9 %, FLIPHAT 4.9 %).
 
     python benchmarks/frontier_benchmark.py [--seeds 10] [--horizon 100000] [--n-jobs 2] [--batch auto|off]
-                                            [--baseline PATH]
+                                            [--baseline PATH] [--out DIR]
+
+With ``--out`` a long sweep (T = 10^6) can be stopped and resumed: the shares and ``issue_25`` come from the jobs'
+own CPU times and cover every job; the top-level seconds and floor ratios cover only this process's part
+(``workload.resumed_jobs`` says how many jobs were read back, 0 for a sweep timed whole).
 """
 
 from __future__ import annotations
@@ -56,12 +60,18 @@ def main() -> None:
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--baseline", type=Path, default=BASELINE,
                         help="an earlier output of this script: the shares issue 25's target halves")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="run the sweep in <OUT>/frontier-benchmark and resume it there (finished jobs are read "
+                             "back; the shares come from every job's own CPU time); default: a temporary folder")
     args = parser.parse_args()
     load = os.getloadavg()
     fc = FrontierConfig(agents=tuple(args.agents.split(",")), horizons=(args.horizon,), seeds=args.seeds,
                         n_jobs=args.n_jobs, batch=args.batch, name="frontier-benchmark")
     reference = env_loop_clocks(fc.env_id, horizon=args.horizon)
-    with tempfile.TemporaryDirectory() as out:
+    with tempfile.TemporaryDirectory() as scratch:
+        out = args.out or scratch
+        jobs_dir = Path(out) / fc.name / "sweep" / "jobs"
+        resumed = len(list(jobs_dir.glob("*.json"))) if jobs_dir.is_dir() else 0
         start = clock(children=True)
         result = run_frontier(fc, out=out, progress=False)
         seconds = clock(children=True) - start
@@ -81,7 +91,7 @@ def main() -> None:
         "command": "python benchmarks/frontier_benchmark.py " + " ".join(sys.argv[1:]),
         "workload": {"env": fc.env_id, "agents": list(fc.agents), "references": list(fc.references),
                      "epsilons": [str(e) for e in fc.epsilons], "seeds": args.seeds, "horizon": args.horizon,
-                     "n_jobs": args.n_jobs, "batch": args.batch, "jobs": jobs},
+                     "n_jobs": args.n_jobs, "batch": args.batch, "jobs": jobs, "resumed_jobs": resumed},
         **wall,
         "minutes": round(seconds.wall / 60, 2),
         "meets_30_minutes": seconds.wall <= 1800,
