@@ -12,7 +12,8 @@ Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/
 * ``dense-shared-linear`` (SharedLinear-v0) and ``han-figure-5.1`` at epsilon = 1: no regression of the episodic
   agents (the previous defaults are run beside the new ones: ``episodic_ridge_v1`` = mode "forget", no centring,
   the old share, no row clip, no pooled Gram shape);
-* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge);
+* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge; for ``support_ridge``
+  also the LASSO bandit, the non-private sparse agent, and its two stages with the noise off, ``*_staged``);
 * the public schedule of ``docs/episodic-agents.md`` §6.5 against the doubling schedule it replaced (labels
   ``*_doubling``: ``episode_scale=inf``, and for the noise-off agents the previous noise-off defaults), paired by seed;
   ``--epsilons 1,4`` runs the private agents at each listed epsilon instead of the scenario's one (labels ``@eps``).
@@ -77,8 +78,10 @@ def agents(theta_bound: float, row_clip: float) -> dict[str, tuple[str, dict]]:
         # the sparsity assumed instead of declared: runs on the dense scenarios, where the declared s = d is refused
         "support_ridge_assumed_s5": ("support_ridge", {"sparsity": 5}),
         "support_ridge_noise_off": ("support_ridge", {"epsilon": INF}),
+        # the two stages with the noise off (the noise-off form before the greedy one, docs §8.7)
+        "support_ridge_noise_off_staged": ("support_ridge", {"epsilon": INF, "noise_off_form": "staged"}),
         "support_ridge_doubling": ("support_ridge", {"ridge_params": {"episode_scale": INF}}),
-        "support_ridge_noise_off_doubling": ("support_ridge", {"epsilon": INF,
+        "support_ridge_noise_off_doubling": ("support_ridge", {"epsilon": INF, "noise_off_form": "staged",
                                                                "ridge_params": {"episode_scale": INF, "centre": True}}),
         "random": ("random", {}),
     }
@@ -93,7 +96,8 @@ NOISE_OFF = {"episodic_ridge_noise_off": ("greedy", "episodic_ridge_noise_off_do
              "episodic_ridge_noise_off_uncentred": ("greedy",), "episodic_ridge_v1_noise_off": ("greedy",),
              "episodic_glm_noise_off": ("greedy", "episodic_glm_noise_off_doubling"),
              "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso"),
-             "support_ridge_noise_off": ("greedy", "support_ridge_noise_off_doubling")}
+             "support_ridge_noise_off": ("greedy", "lasso", "support_ridge_noise_off_staged"),
+             "support_ridge_noise_off_staged": ("greedy", "lasso", "support_ridge_noise_off_doubling")}
 
 
 def run(env, name: str, params: dict, seed: int, rounds: int | None = None) -> tuple[float, float]:
