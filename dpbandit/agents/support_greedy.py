@@ -64,8 +64,7 @@ class GreedySupportCurator(Curator):
     def __init__(self, agent, ridge: float, centre: bool, release_type: type) -> None:
         c, sel = agent.constants, agent.selection
         self._agent, self._sel, self._c, self._release_type = agent, sel, c, release_type
-        self.ridge = check_real("ridge", ridge, low=0.0, low_inclusive=False)
-        self.centre = bool(centre)
+        self.ridge, self.centre = float(ridge), bool(centre)  # validated by the agent
         M, d, s = (c.n_arms if c.structure == "disjoint" else 1), c.dim, sel.support_size
         self._scores, self._moment = np.zeros((M, d)), np.zeros((M, d))
         self._gram = np.zeros((M, d, d))  # sum x x^T of each model's absorbed rows
