@@ -12,6 +12,8 @@ Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/
 * ``dense-shared-linear`` (SharedLinear-v0) and ``han-figure-5.1`` at epsilon = 1: no regression of the episodic
   agents (the previous defaults are run beside the new ones: ``episodic_ridge_v1`` = mode "forget", no centring,
   the old share, no row clip, no pooled Gram shape);
+* ``fliphat-sparse-shared``, ``sparse-probit``, ``small-signal`` at epsilon = 1: the suite's other sparse scenarios
+  (``support_ridge``'s noise-off form beside greedy ridge and the LASSO bandit, docs §8.7);
 * noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge; for ``support_ridge``
   also the LASSO bandit, the non-private sparse agent, and its two stages with the noise off, ``*_staged``);
 * the public schedule of ``docs/episodic-agents.md`` §6.5 against the doubling schedule it replaced (labels
@@ -44,7 +46,7 @@ from dpbandit.experiment.stats import ratio_interval
 SCENARIOS = Path(__file__).resolve().parent.parent / "dpbandit" / "experiment" / "bench" / "scenarios"
 EPSILON = {"sparse-logistic-ar-d100": 4.0, "sparse-logistic-ar-d400": 4.0, "sparse-logistic-equicorrelated-d400": 4.0,
            "sparse-logistic-equicorrelated-d100": 4.0, "digits": 1.0, "dense-shared-linear": 1.0,
-           "han-figure-5.1": 1.0}
+           "han-figure-5.1": 1.0, "fliphat-sparse-shared": 1.0, "sparse-probit": 1.0, "small-signal": 1.0}
 INF = math.inf
 
 
