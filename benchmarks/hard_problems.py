@@ -12,7 +12,10 @@ Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/
 * ``dense-shared-linear`` (SharedLinear-v0) and ``han-figure-5.1`` at epsilon = 1: no regression of the episodic
   agents (the previous defaults are run beside the new ones: ``episodic_ridge_v1`` = mode "forget", no centring,
   the old share, no row clip, no pooled Gram shape);
-* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge);
+* ``fliphat-sparse-shared``, ``sparse-probit``, ``small-signal`` at epsilon = 1: the suite's other sparse scenarios
+  (``support_ridge``'s noise-off form beside greedy ridge and the LASSO bandit, docs §8.7);
+* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge; for ``support_ridge``
+  also the LASSO bandit, the non-private sparse agent, and its two stages with the noise off, ``*_staged``);
 * the public schedule of ``docs/episodic-agents.md`` §6.5 against the doubling schedule it replaced (labels
   ``*_doubling``: ``episode_scale=inf``, and for the noise-off agents the previous noise-off defaults), paired by seed;
   ``--epsilons 1,4`` runs the private agents at each listed epsilon instead of the scenario's one (labels ``@eps``).
@@ -43,7 +46,7 @@ from dpbandit.experiment.stats import ratio_interval
 SCENARIOS = Path(__file__).resolve().parent.parent / "dpbandit" / "experiment" / "bench" / "scenarios"
 EPSILON = {"sparse-logistic-ar-d100": 4.0, "sparse-logistic-ar-d400": 4.0, "sparse-logistic-equicorrelated-d400": 4.0,
            "sparse-logistic-equicorrelated-d100": 4.0, "digits": 1.0, "dense-shared-linear": 1.0,
-           "han-figure-5.1": 1.0}
+           "han-figure-5.1": 1.0, "fliphat-sparse-shared": 1.0, "sparse-probit": 1.0, "small-signal": 1.0}
 INF = math.inf
 
 
@@ -77,8 +80,10 @@ def agents(theta_bound: float, row_clip: float) -> dict[str, tuple[str, dict]]:
         # the sparsity assumed instead of declared: runs on the dense scenarios, where the declared s = d is refused
         "support_ridge_assumed_s5": ("support_ridge", {"sparsity": 5}),
         "support_ridge_noise_off": ("support_ridge", {"epsilon": INF}),
+        # the two stages with the noise off (the noise-off form before the greedy one, docs §8.7)
+        "support_ridge_noise_off_staged": ("support_ridge", {"epsilon": INF, "noise_off_form": "staged"}),
         "support_ridge_doubling": ("support_ridge", {"ridge_params": {"episode_scale": INF}}),
-        "support_ridge_noise_off_doubling": ("support_ridge", {"epsilon": INF,
+        "support_ridge_noise_off_doubling": ("support_ridge", {"epsilon": INF, "noise_off_form": "staged",
                                                                "ridge_params": {"episode_scale": INF, "centre": True}}),
         "random": ("random", {}),
     }
@@ -93,7 +98,8 @@ NOISE_OFF = {"episodic_ridge_noise_off": ("greedy", "episodic_ridge_noise_off_do
              "episodic_ridge_noise_off_uncentred": ("greedy",), "episodic_ridge_v1_noise_off": ("greedy",),
              "episodic_glm_noise_off": ("greedy", "episodic_glm_noise_off_doubling"),
              "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso"),
-             "support_ridge_noise_off": ("greedy", "support_ridge_noise_off_doubling")}
+             "support_ridge_noise_off": ("greedy", "lasso", "support_ridge_noise_off_staged"),
+             "support_ridge_noise_off_staged": ("greedy", "lasso", "support_ridge_noise_off_doubling")}
 
 
 def run(env, name: str, params: dict, seed: int, rounds: int | None = None) -> tuple[float, float]:

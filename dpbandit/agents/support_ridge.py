@@ -36,6 +36,14 @@ once released), so by parallel composition (``docs/episodic-agents.md`` §1.3) t
 meaningless): ``s' = min(2 s, d // 2)`` (:func:`default_support_size`), ``n_sel`` from
 :func:`default_selection_users`, the entry clip tau of the scores from :func:`default_entry_clip`.
 
+**Noise off** (``epsilon = inf``): by default (``noise_off_form="greedy"``) no stage and no episode: every user is
+kept, and after each the supports are re-selected (the s' largest ``|v_m|`` over all users so far, without noise) and
+ridge re-fitted on them from all users so far, with greedy play from the first user
+(:mod:`~dpbandit.agents.support_greedy`, §8.7): the non-private counterpart of the two stages, comparable with greedy
+ridge and the LASSO bandit. ``noise_off_form="staged"`` keeps the two stages with the noise set to zero (the exact
+top-s' after n_sel uniform users, then noise-free episodic ridge), to isolate the cost of the noise alone. Private
+runs (finite epsilon) ignore ``noise_off_form``.
+
 Shapes: observation (K, d); M = 1 (shared) or K (disjoint) models; supports (M, s') int.
 """
 
@@ -51,13 +59,19 @@ from dpbandit.agents.baselines import argmax_random_tie, check_arm
 from dpbandit.agents.episodic import EpisodicBudget
 from dpbandit.agents.episodic_ridge import EpisodicRidge, EpisodicRidgeRelease
 from dpbandit.agents.private import Curator, PrivateAgent, check_context_bound, read_only, reward_clip_range
+from dpbandit.agents.support_greedy import GreedySupportCurator, greedy_memory, top_support
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.peeling import gumbel_support
-from dpbandit.validation import check_int, check_real
+from dpbandit.validation import check_choice, check_int, check_real
 
-__all__ = ["SupportRidge", "SupportRidgeCurator", "SupportRidgeRelease", "SupportSelection",
+__all__ = ["NOISE_OFF_FORMS", "SupportRidge", "SupportRidgeCurator", "SupportRidgeRelease", "SupportSelection",
            "default_selection_users", "default_support_size", "project_rows"]
+
+#: The forms of support_ridge with the noise off (module docstring).
+NOISE_OFF_FORMS: tuple[str, ...] = ("greedy", "staged")
+#: The estimation parameters the noise-off greedy form uses (the others configure the private form's episodes).
+GREEDY_RIDGE_PARAMS = frozenset({"ridge", "centre"})
 
 _SAFETY = 1.0 + 1e-9  # the selection scale rounded up so the target survives floating-point error
 
@@ -227,10 +241,10 @@ class SupportRidgeCurator(Curator):
         sel = self._sel
         if sel.scale > 0:
             support = gumbel_support(self._rng, self._scores, sel.support_size, sel.scale)
+            support = np.sort(support, axis=1)
         else:  # noise off: the s' largest |v_j| (ties by index)
-            support = np.argsort(-np.abs(self._scores), axis=1, kind="stable")[:, : sel.support_size]
+            support = top_support(self._scores, sel.support_size)
         self._scores[...] = 0.0  # forget: the selection users have entered their one release
-        support = np.sort(support, axis=1)
         self._ridge = self._agent.estimator._make_curator(self._rng)
         self._release = SupportRidgeRelease(read_only(support)[0], self._ridge.release(), self._release.n_arms)
 
@@ -303,17 +317,22 @@ class SupportRidge(PrivateAgent):
     entry_clip:
         tau > 0 (or inf), the bound every context entry is clipped to in the selection scores (default
         :func:`default_entry_clip`; min(tau, x_max) is used).
+    noise_off_form:
+        With ``epsilon = inf`` only: ``"greedy"`` (default; greedy play from the first user, supports and ridge
+        re-fitted on all users so far after every user, :mod:`~dpbandit.agents.support_greedy`; it uses
+        ``ridge_params`` "ridge" and "centre" only and refuses ``selection_users`` and the other ridge parameters,
+        which configure the stages it does not have) or ``"staged"`` (the private form's two stages without
+        noise). Ignored by private runs.
     """
 
     name = "support_ridge"
 
     def __init__(self, constants: BanditConstants, epsilon: float = 1.0, delta: float | None = None,
                  sparsity: int | None = None, support_size: int | None = None, selection_users: int | None = None,
-                 entry_clip: float | None = None, ridge_params: dict | None = None):
+                 entry_clip: float | None = None, ridge_params: dict | None = None, noise_off_form: str = "greedy"):
         self.budget = EpisodicBudget.build(constants, epsilon, delta)
         self.epsilon, self.delta = self.budget.epsilon, self.budget.delta
-        self.selection = SupportSelection.build(constants, self.budget, sparsity, support_size, selection_users,
-                                                entry_clip)
+        self.noise_off_form = check_choice("noise_off_form", noise_off_form, NOISE_OFF_FORMS)
         if not isinstance(ridge_params, (dict, type(None))):
             raise TypeError(f"ridge_params must be a dict of episodic_ridge parameters, got {ridge_params!r}")
         params = dict(ridge_params or {})
@@ -321,6 +340,27 @@ class SupportRidge(PrivateAgent):
             if fixed in params:
                 raise ValueError(f"ridge_params may not set {fixed!r}: support_ridge sets it (one zCDP budget for "
                                  "both stages)")
+        self.greedy = self.budget.noise_off and self.noise_off_form == "greedy"
+        if self.greedy:  # the noise-off greedy form has no stages: refuse what configures them
+            staged = sorted(set(params) - GREEDY_RIDGE_PARAMS) + ["selection_users"] * (selection_users is not None)
+            if staged:
+                raise ValueError(f"{', '.join(staged)} configure support_ridge's two stages, which its noise-off "
+                                 "greedy form does not have (epsilon = inf): drop them, or pass noise_off_form="
+                                 "'staged'")
+        self.selection = SupportSelection.build(constants, self.budget, sparsity, support_size, selection_users,
+                                                entry_clip)
+        if self.greedy:
+            self.ridge = check_real("ridge_params ridge", params.get("ridge", 1.0), low=0.0, low_inclusive=False)
+            self.centre = params.get("centre", True)
+            if not isinstance(self.centre, (bool, np.bool_)):
+                raise TypeError(f"ridge_params centre must be a bool, got {self.centre!r}")
+            self.estimator = None
+        else:
+            self.estimator = self._estimator(constants, params)
+        super().__init__(constants)
+
+    def _estimator(self, constants: BanditConstants, params: dict) -> EpisodicRidge:
+        """The estimation stage's episodic ridge on the projected problem (class docstring, ``ridge_params``)."""
         if constants.structure == "disjoint" and params.get("gram_pool"):
             raise ValueError("ridge_params gram_pool must be False: the arms' selected supports differ, so their Gram "
                              "matrices do not share one shape")
@@ -331,20 +371,23 @@ class SupportRidge(PrivateAgent):
         projected = dataclasses.replace(constants, dim=self.selection.support_size,
                                         horizon=constants.horizon - self.selection.users,
                                         sparsity=min(constants.sparsity, self.selection.support_size))
-        self.estimator = EpisodicRidge(projected, epsilon=self.epsilon, delta=self.delta, calibration="zcdp",
-                                       **params)
-        super().__init__(constants)
+        return EpisodicRidge(projected, epsilon=self.epsilon, delta=self.delta, calibration="zcdp", **params)
 
     def memory_estimate(self) -> int:
-        """The selection scores (M, d) and the estimation stage's episodic ridge on s' coordinates."""
+        """The selection scores (M, d) and the estimation stage's episodic ridge on s' coordinates; noise off, the
+        greedy form's statistics on all d coordinates (:func:`~dpbandit.agents.support_greedy.greedy_memory`)."""
+        if self.greedy:
+            return greedy_memory(self.n_arms if self.constants.structure == "disjoint" else 1, self.dim)
         return 8 * self.n_arms * (self.dim + 1) + self.estimator.memory_estimate()
 
     @property
     def first_release(self) -> int:
-        """The first data-dependent release: the selected support, after the selection stage's users."""
-        return self.selection.users
+        """The first data-dependent release: the supports, after the selection stage (every user's, noise off)."""
+        return 1 if self.greedy else self.selection.users
 
-    def _make_curator(self, privacy_rng: np.random.Generator) -> SupportRidgeCurator:
+    def _make_curator(self, privacy_rng: np.random.Generator) -> Curator:
+        if self.greedy:
+            return GreedySupportCurator(self, self.ridge, self.centre, SupportRidgeRelease)
         return SupportRidgeCurator(self, privacy_rng)
 
     @staticmethod

@@ -100,9 +100,9 @@ def test_gumbel_support_is_the_selection_of_gumbel_top_s_and_has_the_sequential_
     assert stats.chisquare(counts, p * n).pvalue > 1e-6
 
 
-def test_noise_off_selects_the_largest_scores_and_fits_ridge_on_projected_rows():
+def test_staged_noise_off_selects_the_largest_scores_and_fits_ridge_on_projected_rows():
     c = constants(K=2, d=6, T=40, s=1)
-    agent = SupportRidge(c, epsilon=math.inf, support_size=2, selection_users=10,
+    agent = SupportRidge(c, epsilon=math.inf, support_size=2, selection_users=10, noise_off_form="staged",
                          ridge_params={"row_clip": math.inf, "first_episode": 6, "mode": "forget"})
     tau = agent.selection.entry_clip
     rng = np.random.default_rng(0)
