@@ -12,7 +12,9 @@ Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/
 * ``dense-shared-linear`` (SharedLinear-v0) and ``han-figure-5.1`` at epsilon = 1: no regression of the episodic
   agents (the previous defaults are run beside the new ones: ``episodic_ridge_v1`` = mode "forget", no centring,
   the old share, no row clip, no pooled Gram shape);
-* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge);
+* noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge); FLIPHAT (which keeps
+  every user with the noise off, docs §2.12; ``fliphat_noise_off_forget``: its forgetting form) beside greedy ridge
+  and the LASSO bandit (disjoint scenarios only); ``fliphat-sparse-shared`` is FLIPHAT's own setting;
 * the public schedule of ``docs/episodic-agents.md`` §6.5 against the doubling schedule it replaced (labels
   ``*_doubling``: ``episode_scale=inf``, and for the noise-off agents the previous noise-off defaults), paired by seed;
   ``--epsilons 1,4`` runs the private agents at each listed epsilon instead of the scenario's one (labels ``@eps``).
@@ -43,7 +45,7 @@ from dpbandit.experiment.stats import ratio_interval
 SCENARIOS = Path(__file__).resolve().parent.parent / "dpbandit" / "experiment" / "bench" / "scenarios"
 EPSILON = {"sparse-logistic-ar-d100": 4.0, "sparse-logistic-ar-d400": 4.0, "sparse-logistic-equicorrelated-d400": 4.0,
            "sparse-logistic-equicorrelated-d100": 4.0, "digits": 1.0, "dense-shared-linear": 1.0,
-           "han-figure-5.1": 1.0}
+           "han-figure-5.1": 1.0, "fliphat-sparse-shared": 1.0}
 INF = math.inf
 
 
@@ -63,6 +65,7 @@ def agents(theta_bound: float, row_clip: float) -> dict[str, tuple[str, dict]]:
         "episodic_glm_noise_off": ("episodic_glm", {"epsilon": INF}),
         "episodic_glm_noise_off_doubling": ("episodic_glm", {"epsilon": INF, "episode_scale": INF}),
         "fliphat_noise_off": ("fliphat", {"epsilon": INF}),
+        "fliphat_noise_off_forget": ("fliphat", {"epsilon": INF, "forget": True}),  # before issue 28's kept users
         "lasso": ("lasso", {}),
         "episodic_ridge_unpooled": ("episodic_ridge", {"gram_pool": False}),
         "episodic_ridge_thompson": ("episodic_ridge", {"rule": "thompson"}),
@@ -92,7 +95,8 @@ NOISE_OFF = {"episodic_ridge_noise_off": ("greedy", "episodic_ridge_noise_off_do
              "episodic_ridge_noise_off_doubling": ("greedy",),
              "episodic_ridge_noise_off_uncentred": ("greedy",), "episodic_ridge_v1_noise_off": ("greedy",),
              "episodic_glm_noise_off": ("greedy", "episodic_glm_noise_off_doubling"),
-             "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso"),
+             "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso", "fliphat_noise_off_forget"),
+             "fliphat_noise_off_forget": ("greedy", "lasso"),
              "support_ridge_noise_off": ("greedy", "support_ridge_noise_off_doubling")}
 
 
