@@ -276,6 +276,7 @@ class FLIPHAT(PrivateAgent):
     step:
         eta > 0 (the step is eta/n_tilde on the summed GLM loss); default ``1/x_max^2`` (the inverse of the bound on
         a coordinate's second moment). With M = 1 from theta^0 = 0 it only rescales theta (greedy is invariant).
+        Keeping every user (noise off), logistic link: ``4/x_max^2`` (mu' <= 1/4: the loss's curvature bound).
     iterations:
         M >= 1 N-IHT iterations per fit (default 1: at practical budgets more iterations split rho further).
     min_count:
@@ -344,7 +345,9 @@ class FLIPHAT(PrivateAgent):
             self._published(c)
         else:
             self.reward_clip = reward_clip_range(c, reward_bound, name="reward_bound")
-        self.step = 1.0 / self.x_max**2 if step is None else check_real("step", step, low=0.0, low_inclusive=False)
+        curvature = 0.25 if self.keeps_all_users and self.link == "logistic" else 1.0  # warm-started steps (§2.12)
+        self.step = (1.0 / (curvature * self.x_max**2) if step is None
+                     else check_real("step", step, low=0.0, low_inclusive=False))
         low, high = self.reward_clip.low, self.reward_clip.high
         if published_setting_not_private:  # used only with the noise off: the code's clip at the first episode
             low, high = -(self.x_max * self.radius + 1.0), self.x_max * self.radius + 1.0

@@ -81,10 +81,13 @@ def test_identity_link_each_release_is_iht_on_every_user_so_far(structure):
 
 
 def test_logistic_link_releases_on_its_public_schedule_from_every_row_on_disk(monkeypatch):
-    """Logistic link: episodes of ceil(sqrt(2 s)) users after s users; each release is the IHT step from the
-    previous release on every row so far (read back from disk in chunks of 5)."""
+    """Logistic link: step 4/x_max^2 (the curvature bound 1/4; private runs keep 1/x_max^2), episodes of
+    ceil(sqrt(2 s)) users after s users; each release is the IHT step from the previous release on every row so far
+    (read back from disk in chunks of 5)."""
     monkeypatch.setattr(episode_rows, "READ_ROWS", 5)
-    agent = FLIPHAT(_env(1000, link="logistic").unwrapped.constants, epsilon=math.inf)
+    c = _env(1000, link="logistic").unwrapped.constants
+    agent = FLIPHAT(c, epsilon=math.inf)
+    assert agent.step == 4.0 and FLIPHAT(c, epsilon=1.0).step == FLIPHAT(c, epsilon=math.inf, forget=True).step == 1.0
     assert agent.schedule == EpisodeSchedule(1000, 1, growth=2, scale=1.0) == noise_off_schedule(1000, 1, "logistic")
     n = agent.schedule.end(12)
     cur, X, _, y = _play(agent, n, 12, "shared")
