@@ -33,9 +33,8 @@ zCDP parameter whose CKS conversion gives (epsilon, delta) (:class:`~dpbandit.ag
 * Episodes: each user enters one release (parallel composition); later releases use earlier ones only as public
   inputs. The release stream is rho-zCDP, i.e. (epsilon, delta)-DP, and greedy actions on it are
   (epsilon, delta)-JDP (billboard lemma). ``epsilon = inf`` switches all noise off (guarantee "none") and the
-  curator keeps every user: each release is N-IHT (same s, eta, M, C) on all users so far, warm-started at the
-  previous release, after every user (identity link) or on a dense public schedule (logistic)
-  (:mod:`dpbandit.agents.fliphat_noise_off`; a private run forgets, as its privacy proof needs).
+  curator keeps every user: each release is N-IHT on all users so far, warm-started at the previous release, on a
+  dense public schedule (:mod:`dpbandit.agents.fliphat_noise_off`; a private run forgets, as its proof needs).
 
 ``published_setting_not_private=True`` builds the FLIPHAT code's calibration (``SparseBandit/fliphat_simulation_
 utils.py``; defects D-F1..D-F3 of the spec): peeling scale ``lambda = eta B`` (4 x_max too small), nominal
@@ -120,7 +119,7 @@ class FLIPHATCurator(EpisodicCurator):
         self._n_models = agent.n_arms if agent.structure == "disjoint" else 1
         self._sums = self._rows = self._kept = None
         self._with_gram = agent.iterations > 1
-        if agent.keeps_all_users:  # noise off: every user so far (fliphat_noise_off)
+        if not agent.forget:  # noise off: every user so far (fliphat_noise_off)
             self._kept = KeptUsers(self._n_models, agent.dim, agent.link)
         elif agent.keeps_sums:
             self._sums = EpisodeSums(self._n_models, agent.dim, gram=self._with_gram)
@@ -326,7 +325,7 @@ class FLIPHAT(PrivateAgent):
         self.rho_fit = self.budget.rho
         self.forget = resolve_forget(forget, self.budget.noise_off, published_setting_not_private)
         first_episode = check_int("first_episode", first_episode, low=1)
-        self.schedule = (noise_off_schedule(c.horizon, first_episode, c.link) if self.keeps_all_users
+        self.schedule = (noise_off_schedule(c.horizon, first_episode, c.link) if not self.forget
                          else EpisodeSchedule(c.horizon, first_episode))
         self.sparsity = c.sparsity if sparsity is None else check_int("sparsity", sparsity, low=1, high=c.dim)
         self.iterations = check_int("iterations", iterations, low=1)
@@ -345,7 +344,7 @@ class FLIPHAT(PrivateAgent):
             self._published(c)
         else:
             self.reward_clip = reward_clip_range(c, reward_bound, name="reward_bound")
-        curvature = 0.25 if self.keeps_all_users and self.link == "logistic" else 1.0  # warm-started steps (§2.12)
+        curvature = 0.25 if not self.forget and self.link == "logistic" else 1.0  # warm-started steps (§2.12)
         self.step = (1.0 / (curvature * self.x_max**2) if step is None
                      else check_real("step", step, low=0.0, low_inclusive=False))
         low, high = self.reward_clip.low, self.reward_clip.high
@@ -356,7 +355,7 @@ class FLIPHAT(PrivateAgent):
         self.sensitivity_assumption = self._describe_sensitivity(c)
         check_disk(f"agent 'fliphat' (K={c.n_arms}, d={c.dim}, T={c.horizon}, {c.link} link, M={self.iterations})",
                    self._disk_bytes(c.dim), "set TMPDIR to a larger folder, or reduce dim or horizon"
-                   + ("" if self.keeps_all_users else ", or use iterations=1"))
+                   + (", or use iterations=1" if self.forget else ""))
         super().__init__(constants)
 
     def _published(self, c: BanditConstants) -> None:
@@ -384,11 +383,6 @@ class FLIPHAT(PrivateAgent):
                    if self.structure == "disjoint" else ""))
 
     @property
-    def keeps_all_users(self) -> bool:
-        """Whether the curator keeps every user (noise off, not forgetting; :mod:`~dpbandit.agents.fliphat_noise_off`)."""
-        return not self.forget
-
-    @property
     def keeps_sums(self) -> bool:
         """Whether the curator keeps an episode as sums in bounded memory (M = 1, or the identity link), not as its
         rows (the logistic link with M > 1; :class:`FLIPHATCurator`)."""
@@ -401,7 +395,7 @@ class FLIPHAT(PrivateAgent):
         (:meth:`~dpbandit.agents.episode_rows.EpisodeRows.memory_bytes`), and the release. It does not grow with T."""
         models = self.n_arms if self.structure == "disjoint" else 1
         rows = min(CHUNK_ROWS, self.schedule.max_length)
-        kept = (KeptUsers.memory_bytes(models, self.dim, self.link) if self.keeps_all_users
+        kept = (KeptUsers.memory_bytes(models, self.dim, self.link) if not self.forget
                 else EpisodeSums.nbytes(models, self.dim, self.iterations > 1) if self.keeps_sums
                 else EpisodeRows.memory_bytes(self.dim))
         return 8 * (2 * rows * (self.dim + 2) + 4 * self.n_arms * self.dim) + kept
@@ -412,7 +406,7 @@ class FLIPHAT(PrivateAgent):
         return self._disk_bytes(self.dim)
 
     def _disk_bytes(self, dim: int) -> int:
-        if self.keeps_all_users:
+        if not self.forget:
             return KeptUsers.disk_bytes(self.schedule.horizon, dim, self.link)
         return 0 if self.keeps_sums else EpisodeRows.disk_bytes(self.schedule.max_length, dim)
 
