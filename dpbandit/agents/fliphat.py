@@ -119,8 +119,8 @@ class FLIPHATCurator(EpisodicCurator):
         self._n_models = agent.n_arms if agent.structure == "disjoint" else 1
         self._sums = self._rows = self._kept = None
         self._with_gram = agent.iterations > 1
-        if not agent.forget:  # noise off: every user so far, and each model's count at its last fit
-            self._kept, self._fitted = KeptUsers(self._n_models, agent.dim, agent.link), np.zeros(self._n_models)
+        if not agent.forget:  # noise off: every user so far (fliphat_noise_off)
+            self._kept = KeptUsers(self._n_models, agent.dim, agent.link)
         elif agent.keeps_sums:
             self._sums = EpisodeSums(self._n_models, agent.dim, gram=self._with_gram)
             self._mu0 = mean_at_zero(agent.link)
@@ -159,9 +159,6 @@ class FLIPHATCurator(EpisodicCurator):
         if self._kept is None:
             return self._fit(gradient, n_tilde)
         a, start = self._agent, self._release.theta.reshape(self._n_models, -1)[model]  # warm start (noise off)
-        if n_tilde == self._fitted[model]:  # no new user of this model since its last fit: its release stands
-            return start
-        self._fitted[model] = n_tilde
         return niht_gradient(gradient, a.dim, n_tilde, a.niht_config, math.inf, self._rng, start=start).theta
 
     def _fit(self, gradient, n_tilde: float) -> np.ndarray:

@@ -7,7 +7,10 @@ discards data: the noise-off release is FLIPHAT's own estimator, N-IHT with the 
 (exact top-s), **on every user so far**, warm-started at the previous release. M steps per release from the previous
 release are (releases x M) IHT steps on the growing data set: the iterates track IHT run to its fixed point on all the
 data (the s-sparse least-squares or logistic fit), which one step from 0 (the private fit's M = 1: the top-s of
-``X^T y``) is not once the rows are correlated.
+``X^T y``) is not once the rows are correlated. Every model is refitted at every release (disjoint: every arm with
+``min_count`` users, played since or not: more steps towards its fit). With the logistic link the default step is ``4/x_max^2``
+(the loss's curvature is at most ``x_max^2/4`` a coordinate) instead of the private default ``1/x_max^2``, whose
+warm-started steps fell short of the fit (:class:`~dpbandit.agents.fliphat.FLIPHAT`).
 
 What the curator keeps, per model m (one shared, one per arm disjoint; :class:`KeptUsers`):
 
@@ -18,7 +21,7 @@ What the curator keeps, per model m (one shared, one per arm disjoint; :class:`K
   space before any work.
 
 Schedule (:func:`noise_off_schedule`, public): identity link, a release after every ``first`` users (1 by default:
-one O(M K d^2) fit a user, the cost of greedy ridge's update); logistic link, where a fit streams every row so far,
+one O(M K d^2) fit a user, K N-IHT calls); logistic link, where a fit streams every row so far,
 episodes of ``ceil(sqrt(2 s))`` users after s users (the capped schedule of
 :class:`~dpbandit.agents.episode_schedule.EpisodeSchedule` with n* = 1): about ``sqrt(2 T)`` releases, O(M d T^1.5)
 work over a run, a release at most ``sqrt(2/s)`` of the data stale.
