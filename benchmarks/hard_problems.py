@@ -95,7 +95,8 @@ NOISE_OFF = {"episodic_ridge_noise_off": ("greedy", "episodic_ridge_noise_off_do
              "episodic_ridge_noise_off_doubling": ("greedy",),
              "episodic_ridge_noise_off_uncentred": ("greedy",), "episodic_ridge_v1_noise_off": ("greedy",),
              "episodic_glm_noise_off": ("greedy", "episodic_glm_noise_off_doubling"),
-             "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso", "fliphat_noise_off_forget"),
+             "episodic_glm_noise_off_doubling": ("greedy",),
+             "fliphat_noise_off": ("greedy", "lasso", "fliphat_noise_off_forget"),
              "fliphat_noise_off_forget": ("greedy", "lasso"),
              "support_ridge_noise_off": ("greedy", "support_ridge_noise_off_doubling")}
 

@@ -8,14 +8,14 @@ discards data: the noise-off release is FLIPHAT's own estimator, N-IHT with the 
 release are (releases x M) IHT steps on the growing data set: the iterates track IHT run to its fixed point on all the
 data (the s-sparse least-squares or logistic fit), which one step from 0 (the private fit's M = 1: the top-s of
 ``X^T y``) is not once the rows are correlated. Every model is refitted at every release (disjoint: every arm with
-``min_count`` users, played since or not: more steps towards its fit). With the logistic link the default step is ``4/x_max^2``
-(the loss's curvature is at most ``x_max^2/4`` a coordinate) instead of the private default ``1/x_max^2``, whose
-warm-started steps fell short of the fit (:class:`~dpbandit.agents.fliphat.FLIPHAT`).
+``min_count`` users, played since or not: more steps towards its fit). With the logistic link the default step is
+``4/x_max^2`` (the loss's curvature is at most ``x_max^2/4`` a coordinate) instead of the private default
+``1/x_max^2``, whose warm-started steps fell short of the fit (:class:`~dpbandit.agents.fliphat.FLIPHAT`).
 
 What the curator keeps, per model m (one shared, one per arm disjoint; :class:`KeptUsers`):
 
 * identity link: ``G_m = sum x x^T`` (one triangle, BLAS ``dsyrk``) and ``b_m = sum x y``, so the gradient at any
-  theta is ``G_m theta - b_m`` (``dsymv``): memory ``M (d^2 + d)`` floats whatever T, no rows;
+  theta is ``G_m theta - b_m`` (``dsymv``): memory ``d^2 + d`` floats a model whatever T, no rows;
 * logistic link: every row, on disk (:class:`~dpbandit.agents.episode_rows.EpisodeRows`, never cleared: each
   gradient pass streams them back), ``8 (d + 1)`` bytes per user, ``8 (d + 1) T`` at most, checked against the free
   space before any work.
