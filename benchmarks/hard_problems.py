@@ -13,9 +13,12 @@ Scenarios (the bench suite's definitions, ``dpbandit/experiment/bench/scenarios/
   agents (the previous defaults are run beside the new ones: ``episodic_ridge_v1`` = mode "forget", no centring,
   the old share, no row clip, no pooled Gram shape);
 * ``fliphat-sparse-shared``, ``sparse-probit``, ``small-signal`` at epsilon = 1: the suite's other sparse scenarios
-  (``support_ridge``'s noise-off form beside greedy ridge and the LASSO bandit, docs §8.7);
+  (``support_ridge``'s noise-off form beside greedy ridge and the LASSO bandit, docs §8.7; ``fliphat-sparse-shared``
+  is FLIPHAT's own setting);
 * noise off: every episodic ridge variant beside its non-private counterpart (greedy ridge; for ``support_ridge``
-  also the LASSO bandit, the non-private sparse agent, and its two stages with the noise off, ``*_staged``);
+  also the LASSO bandit, the non-private sparse agent, and its two stages with the noise off, ``*_staged``); FLIPHAT
+  (which keeps every user with the noise off, docs §2.12; ``fliphat_noise_off_forget``: its forgetting form) beside
+  greedy ridge and the LASSO bandit (disjoint scenarios only);
 * the public schedule of ``docs/episodic-agents.md`` §6.5 against the doubling schedule it replaced (labels
   ``*_doubling``: ``episode_scale=inf``, and for the noise-off agents the previous noise-off defaults), paired by seed;
   ``--epsilons 1,4`` runs the private agents at each listed epsilon instead of the scenario's one (labels ``@eps``).
@@ -66,6 +69,7 @@ def agents(theta_bound: float, row_clip: float) -> dict[str, tuple[str, dict]]:
         "episodic_glm_noise_off": ("episodic_glm", {"epsilon": INF}),
         "episodic_glm_noise_off_doubling": ("episodic_glm", {"epsilon": INF, "episode_scale": INF}),
         "fliphat_noise_off": ("fliphat", {"epsilon": INF}),
+        "fliphat_noise_off_forget": ("fliphat", {"epsilon": INF, "forget": True}),  # before issue 28's kept users
         "lasso": ("lasso", {}),
         "episodic_ridge_unpooled": ("episodic_ridge", {"gram_pool": False}),
         "episodic_ridge_thompson": ("episodic_ridge", {"rule": "thompson"}),
@@ -97,7 +101,9 @@ NOISE_OFF = {"episodic_ridge_noise_off": ("greedy", "episodic_ridge_noise_off_do
              "episodic_ridge_noise_off_doubling": ("greedy",),
              "episodic_ridge_noise_off_uncentred": ("greedy",), "episodic_ridge_v1_noise_off": ("greedy",),
              "episodic_glm_noise_off": ("greedy", "episodic_glm_noise_off_doubling"),
-             "episodic_glm_noise_off_doubling": ("greedy",), "fliphat_noise_off": ("greedy", "lasso"),
+             "episodic_glm_noise_off_doubling": ("greedy",),
+             "fliphat_noise_off": ("greedy", "lasso", "fliphat_noise_off_forget"),
+             "fliphat_noise_off_forget": ("greedy", "lasso"),
              "support_ridge_noise_off": ("greedy", "lasso", "support_ridge_noise_off_staged"),
              "support_ridge_noise_off_staged": ("greedy", "lasso", "support_ridge_noise_off_doubling")}
 

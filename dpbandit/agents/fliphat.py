@@ -32,7 +32,9 @@ zCDP parameter whose CKS conversion gives (epsilon, delta) (:class:`~dpbandit.ag
   ``max(rho, rho/2 + rho_c) = rho`` — the counts cost nothing in the worst case.
 * Episodes: each user enters one release (parallel composition); later releases use earlier ones only as public
   inputs. The release stream is rho-zCDP, i.e. (epsilon, delta)-DP, and greedy actions on it are
-  (epsilon, delta)-JDP (billboard lemma). ``epsilon = inf`` switches all noise off (guarantee "none").
+  (epsilon, delta)-JDP (billboard lemma). ``epsilon = inf`` switches all noise off (guarantee "none") and the
+  curator keeps every user: each release is N-IHT on all users so far, warm-started at the previous release, on a
+  dense public schedule (:mod:`dpbandit.agents.fliphat_noise_off`; a private run forgets, as its proof needs).
 
 ``published_setting_not_private=True`` builds the FLIPHAT code's calibration (``SparseBandit/fliphat_simulation_
 utils.py``; defects D-F1..D-F3 of the spec): peeling scale ``lambda = eta B`` (4 x_max too small), nominal
@@ -53,6 +55,7 @@ from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_rows import EpisodeRows, check_disk
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator
+from dpbandit.agents.fliphat_noise_off import KeptUsers, kept_users_note, noise_off_schedule, resolve_forget
 from dpbandit.agents.private import PrivateAgent, RewardClip, require_finite_theta_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
@@ -114,9 +117,11 @@ class FLIPHATCurator(EpisodicCurator):
         self._agent, self._rng = agent, rng
         c = agent.constants
         self._n_models = agent.n_arms if agent.structure == "disjoint" else 1
-        self._sums = self._rows = None
+        self._sums = self._rows = self._kept = None
         self._with_gram = agent.iterations > 1
-        if agent.keeps_sums:
+        if not agent.forget:  # noise off: every user so far (fliphat_noise_off)
+            self._kept = KeptUsers(self._n_models, agent.dim, agent.link)
+        elif agent.keeps_sums:
             self._sums = EpisodeSums(self._n_models, agent.dim, gram=self._with_gram)
             self._mu0 = mean_at_zero(agent.link)
         else:
@@ -150,6 +155,12 @@ class FLIPHATCurator(EpisodicCurator):
             return np.clip(y, -R, R)
         return y
 
+    def _fit_model(self, gradient, n_tilde: float, model: int) -> np.ndarray:
+        if self._kept is None:
+            return self._fit(gradient, n_tilde)
+        a, start = self._agent, self._release.theta.reshape(self._n_models, -1)[model]  # warm start (noise off)
+        return niht_gradient(gradient, a.dim, n_tilde, a.niht_config, math.inf, self._rng, start=start).theta
+
     def _fit(self, gradient, n_tilde: float) -> np.ndarray:
         a = self._agent
         if a.budget.noise_off:
@@ -167,7 +178,9 @@ class FLIPHATCurator(EpisodicCurator):
 
     def _absorb(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         y, models = self._fit_rewards(rewards), arms if self._n_models > 1 else None
-        if self._rows is not None:
+        if self._kept is not None:
+            self._kept.absorb(X, models, y)
+        elif self._rows is not None:
             self._rows.append(X, models, y)
         else:
             self._sums.absorb(X, models, y if self._with_gram else self._mu0 - y)
@@ -176,6 +189,8 @@ class FLIPHATCurator(EpisodicCurator):
         """Per model, the summed gradient as a function of theta and the true count of users (the episode's last
         rows are absorbed first)."""
         self._absorb(X, arms, rewards)
+        if self._kept is not None:
+            return [self._kept.gradient(m) for m in range(self._n_models)], self._kept.counts
         if self._rows is not None:  # streamed from disk at every evaluation, until the episode is forgotten
             link = self._agent.link
             return [self._rows.gradient(m, link) for m in range(self._n_models)], self._rows.counts.copy()
@@ -189,7 +204,7 @@ class FLIPHATCurator(EpisodicCurator):
         gradients, true_counts = self._gradients(X, arms, rewards)
         counts = None
         if a.structure == "shared":
-            theta = np.array(self._fit(gradients[0], float(true_counts[0])))
+            theta = np.array(self._fit_model(gradients[0], float(true_counts[0]), 0))
         else:
             counts = true_counts.astype(float)
             if not a.budget.noise_off:
@@ -197,7 +212,7 @@ class FLIPHATCurator(EpisodicCurator):
             theta = np.zeros((a.n_arms, a.dim))
             for arm in range(a.n_arms):
                 if counts[arm] >= a.min_count:
-                    theta[arm] = self._fit(gradients[arm], float(counts[arm]))
+                    theta[arm] = self._fit_model(gradients[arm], float(counts[arm]), arm)
             counts.setflags(write=False)
         if self._rows is not None:
             self._rows.clear()  # forget the episode's rows (the files are closed and freed)
@@ -227,7 +242,7 @@ class FLIPHATCurator(EpisodicCurator):
         return self._agent.sensitivity_assumption
 
     def privacy_report(self):
-        if not self._agent.published_setting_not_private:
+        if not (self._agent.published_setting_not_private or self._kept is not None):
             return super().privacy_report()
         ledger = PrivacyLedger(neighboring="replace-one")
         self._record_release_cost(ledger, self.schedule.n_episodes)
@@ -235,6 +250,8 @@ class FLIPHATCurator(EpisodicCurator):
                              note=self._report_note())
 
     def _report_note(self) -> str:
+        if self._kept is not None:
+            return kept_users_note(self.schedule, self.n_releases)
         if self._agent.published_setting_not_private:
             return ("NOT PRIVATE: the FLIPHAT code's calibration (lambda = eta B, 4 x_max too little noise; "
                     "unclipped contexts; C from the true parameter). For comparison only.")
@@ -258,6 +275,7 @@ class FLIPHAT(PrivateAgent):
     step:
         eta > 0 (the step is eta/n_tilde on the summed GLM loss); default ``1/x_max^2`` (the inverse of the bound on
         a coordinate's second moment). With M = 1 from theta^0 = 0 it only rescales theta (greedy is invariant).
+        Keeping every user (noise off), logistic link: ``4/x_max^2`` (mu' <= 1/4: the loss's curvature bound).
     iterations:
         M >= 1 N-IHT iterations per fit (default 1: at practical budgets more iterations split rho further).
     min_count:
@@ -266,7 +284,11 @@ class FLIPHAT(PrivateAgent):
         C, the l1 projection radius; default :func:`default_radius` (from ``theta_bound``; spec D-F3; refused in one
         line when ``theta_bound`` is infinite).
     first_episode:
-        Users in episode 0 (then doubling); default 1 (the paper's schedule).
+        Users in episode 0 (then doubling); default 1 (the paper's schedule). Not forgetting: ``noise_off_schedule``.
+    forget:
+        Fit each release on its episode only (the paper's design, which a private run's proof needs: False is refused
+        unless ``epsilon = inf``). Default True, except with the noise off (not the published setting): every user is
+        kept and each release is N-IHT on all of them (:mod:`dpbandit.agents.fliphat_noise_off`).
     iterate_sensitivity:
         Calibrate each peeling to the public ``||theta^m||_1`` instead of C; default True for ``"gumbel"``, False
         for ``"laplace"`` (fidelity to the paper).
@@ -284,7 +306,7 @@ class FLIPHAT(PrivateAgent):
                  selection: str = "laplace", sparsity: int | None = None, step: float | None = None,
                  iterations: int = 1, min_count: float | None = None, radius: float | None = None,
                  first_episode: int = 1, iterate_sensitivity: bool | None = None, reward_bound: float | None = None,
-                 published_setting_not_private: bool = False, horizon: int | None = None):
+                 published_setting_not_private: bool = False, horizon: int | None = None, forget: bool | None = None):
         if not isinstance(constants, BanditConstants):
             raise TypeError(f"constants must be a BanditConstants, got {type(constants).__name__}")
         c = constants
@@ -301,7 +323,10 @@ class FLIPHAT(PrivateAgent):
         self.budget = EpisodicBudget.build(c, epsilon, delta)
         self.epsilon, self.delta = self.budget.epsilon, self.budget.delta
         self.rho_fit = self.budget.rho
-        self.schedule = EpisodeSchedule(c.horizon, check_int("first_episode", first_episode, low=1))
+        self.forget = resolve_forget(forget, self.budget.noise_off, published_setting_not_private)
+        first_episode = check_int("first_episode", first_episode, low=1)
+        self.schedule = (noise_off_schedule(c.horizon, first_episode, c.link) if not self.forget
+                         else EpisodeSchedule(c.horizon, first_episode))
         self.sparsity = c.sparsity if sparsity is None else check_int("sparsity", sparsity, low=1, high=c.dim)
         self.iterations = check_int("iterations", iterations, low=1)
         self.radius = default_radius(c) if radius is None else check_real("radius", radius, low=0.0,
@@ -319,7 +344,9 @@ class FLIPHAT(PrivateAgent):
             self._published(c)
         else:
             self.reward_clip = reward_clip_range(c, reward_bound, name="reward_bound")
-        self.step = 1.0 / self.x_max**2 if step is None else check_real("step", step, low=0.0, low_inclusive=False)
+        curvature = 0.25 if not self.forget and self.link == "logistic" else 1.0  # warm-started steps (§2.12)
+        self.step = (1.0 / (curvature * self.x_max**2) if step is None
+                     else check_real("step", step, low=0.0, low_inclusive=False))
         low, high = self.reward_clip.low, self.reward_clip.high
         if published_setting_not_private:  # used only with the noise off: the code's clip at the first episode
             low, high = -(self.x_max * self.radius + 1.0), self.x_max * self.radius + 1.0
@@ -327,7 +354,8 @@ class FLIPHAT(PrivateAgent):
                                           high, self.link, self.selection, self.iterate_sensitivity)
         self.sensitivity_assumption = self._describe_sensitivity(c)
         check_disk(f"agent 'fliphat' (K={c.n_arms}, d={c.dim}, T={c.horizon}, {c.link} link, M={self.iterations})",
-                   self._disk_bytes(c.dim), "set TMPDIR to a larger folder, or reduce dim or horizon, or use iterations=1")
+                   self._disk_bytes(c.dim), "set TMPDIR to a larger folder, or reduce dim or horizon"
+                   + (", or use iterations=1" if self.forget else ""))
         super().__init__(constants)
 
     def _published(self, c: BanditConstants) -> None:
@@ -367,7 +395,8 @@ class FLIPHAT(PrivateAgent):
         (:meth:`~dpbandit.agents.episode_rows.EpisodeRows.memory_bytes`), and the release. It does not grow with T."""
         models = self.n_arms if self.structure == "disjoint" else 1
         rows = min(CHUNK_ROWS, self.schedule.max_length)
-        kept = (EpisodeSums.nbytes(models, self.dim, self.iterations > 1) if self.keeps_sums
+        kept = (KeptUsers.memory_bytes(models, self.dim, self.link) if not self.forget
+                else EpisodeSums.nbytes(models, self.dim, self.iterations > 1) if self.keeps_sums
                 else EpisodeRows.memory_bytes(self.dim))
         return 8 * (2 * rows * (self.dim + 2) + 4 * self.n_arms * self.dim) + kept
 
@@ -377,6 +406,8 @@ class FLIPHAT(PrivateAgent):
         return self._disk_bytes(self.dim)
 
     def _disk_bytes(self, dim: int) -> int:
+        if not self.forget:
+            return KeptUsers.disk_bytes(self.schedule.horizon, dim, self.link)
         return 0 if self.keeps_sums else EpisodeRows.disk_bytes(self.schedule.max_length, dim)
 
     def _make_curator(self, privacy_rng: np.random.Generator) -> FLIPHATCurator:

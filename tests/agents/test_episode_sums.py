@@ -43,7 +43,8 @@ class RowsFLIPHAT(FLIPHAT):
 
 @pytest.mark.parametrize("structure", ["shared", "disjoint"])
 @pytest.mark.parametrize("link,params", [("identity", {}), ("identity", {"iterations": 3}),
-                                         ("logistic", {}), ("identity", {"epsilon": float("inf")})])
+                                         ("logistic", {}),
+                                         ("identity", {"epsilon": float("inf"), "forget": True})])
 def test_fliphat_releases_from_sums_are_those_from_rows(structure, link, params, monkeypatch):
     """The same mechanism on the same users with the same noise draws: every release agrees with the rows' fit to
     rounding (the sums change only the summation order), over episodes longer than a chunk."""

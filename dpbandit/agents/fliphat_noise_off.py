@@ -1,0 +1,133 @@
+"""FLIPHAT with the noise off (``epsilon = inf``): the curator keeps every user and fits N-IHT on all of them
+(issue 28; derivation and measurements ``docs/episodic-agents.md`` §2.12).
+
+A private FLIPHAT forgets: each release is fitted on its own episode's users only, which is what parallel composition
+needs (``docs/episodic-agents.md`` §1.3). With the noise off there is no guarantee to keep, and forgetting only
+discards data: the noise-off release is FLIPHAT's own estimator, N-IHT with the same s, eta, M, C and selection
+(exact top-s), **on every user so far**, warm-started at the previous release. M steps per release from the previous
+release are (releases x M) IHT steps on the growing data set: the iterates track IHT run to its fixed point on all the
+data (the s-sparse least-squares or logistic fit), which one step from 0 (the private fit's M = 1: the top-s of
+``X^T y``) is not once the rows are correlated. Every model is refitted at every release (disjoint: every arm with
+``min_count`` users, played since or not: more steps towards its fit). With the logistic link the default step is
+``4/x_max^2`` (the loss's curvature is at most ``x_max^2/4`` a coordinate) instead of the private default
+``1/x_max^2``, whose warm-started steps fell short of the fit (:class:`~dpbandit.agents.fliphat.FLIPHAT`).
+
+What the curator keeps, per model m (one shared, one per arm disjoint; :class:`KeptUsers`):
+
+* identity link: ``G_m = sum x x^T`` (one triangle, BLAS ``dsyrk``) and ``b_m = sum x y``, so the gradient at any
+  theta is ``G_m theta - b_m`` (``dsymv``): memory ``d^2 + d`` floats a model whatever T, no rows;
+* logistic link: every row, on disk (:class:`~dpbandit.agents.episode_rows.EpisodeRows`, never cleared: each
+  gradient pass streams them back), ``8 (d + 1)`` bytes per user, ``8 (d + 1) T`` at most, checked against the free
+  space before any work.
+
+Schedule (:func:`noise_off_schedule`, public): identity link, a release after every ``first`` users (1 by default:
+one O(M K d^2) fit a user, K N-IHT calls); logistic link, where a fit streams every row so far,
+episodes of ``ceil(sqrt(2 s))`` users after s users (the capped schedule of
+:class:`~dpbandit.agents.episode_schedule.EpisodeSchedule` with n* = 1): about ``sqrt(2 T)`` releases, O(M d T^1.5)
+work over a run, a release at most ``sqrt(2/s)`` of the data stale.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import blas
+
+from dpbandit.agents.episode_rows import EpisodeRows
+from dpbandit.agents.episode_schedule import EpisodeSchedule
+from dpbandit.validation import check_choice, check_int
+
+__all__ = ["LOGISTIC_SCALE", "KeptUsers", "kept_users_note", "noise_off_schedule", "resolve_forget"]
+
+#: n* of the noise-off logistic schedule: an episode that starts after s users has ceil(sqrt(2 s)) users.
+LOGISTIC_SCALE = 1.0
+
+
+def resolve_forget(forget: bool | None, noise_off: bool, published: bool) -> bool:
+    """FLIPHAT's ``forget``: validated, or its default (``None``: forget unless the noise is off and the published
+    setting is not asked for). ``False`` with a finite epsilon is refused (``ValueError`` naming ``forget``): a private
+    release's guarantee needs each user in exactly one release."""
+    if forget is None:
+        return not (noise_off and not published)
+    if not isinstance(forget, bool):
+        raise TypeError(f"forget must be a bool or None, got {forget!r}")
+    if not forget and not noise_off:
+        raise ValueError("forget=False (every user in every later release) is allowed only with epsilon = inf: a "
+                         "private FLIPHAT's guarantee needs each user in exactly one release (parallel composition, "
+                         "docs/episodic-agents.md §1.3)")
+    return forget
+
+
+def kept_users_note(schedule: EpisodeSchedule, released: int) -> str:
+    """The privacy report's note of a noise-off FLIPHAT that keeps every user."""
+    return (f"epsilon = inf: noise off, no privacy guarantee. {schedule.describe()}; {released} released so far. "
+            "Every user is kept (no forgetting): each release is N-IHT on all users so far, warm-started at the "
+            "previous release (dpbandit.agents.fliphat_noise_off).")
+
+
+def noise_off_schedule(horizon: int, first: int, link: str) -> EpisodeSchedule:
+    """The public release schedule of noise-off FLIPHAT (module docstring): equal episodes of ``first`` users for the
+    identity link, the capped schedule with n* = :data:`LOGISTIC_SCALE` from ``first`` users for the logistic one."""
+    if check_choice("link", link, ("identity", "logistic")) == "identity":
+        return EpisodeSchedule(horizon, first, growth=1)
+    return EpisodeSchedule(horizon, first, growth=2, scale=LOGISTIC_SCALE)
+
+
+class KeptUsers:
+    """Every user absorbed so far, per model (``n_models`` M >= 1, ``dim`` d >= 1, ``link`` identity or logistic):
+    sums for the identity link, rows on disk for the logistic one (module docstring). Never forgets."""
+
+    def __init__(self, n_models: int, dim: int, link: str) -> None:
+        self.n_models = check_int("n_models", n_models, low=1)
+        self.dim = check_int("dim", dim, low=1)
+        self.link = check_choice("link", link, ("identity", "logistic"))
+        self._rows = EpisodeRows(n_models, dim) if link == "logistic" else None
+        if self._rows is None:  # each block used through its F-ordered transpose, whose "upper" triangle dsyrk fills
+            self._gram, self._moment = np.zeros((n_models, dim, dim)), np.zeros((n_models, dim))
+            self._counts = np.zeros(n_models, dtype=np.int64)
+
+    @staticmethod
+    def memory_bytes(n_models: int, dim: int, link: str) -> int:
+        """Bytes in memory, whatever T: the sums (identity) or the rows' read buffer (logistic)."""
+        if link == "logistic":
+            return EpisodeRows.memory_bytes(dim)
+        return 8 * (n_models * (dim * dim + dim + 1) + dim)
+
+    @staticmethod
+    def disk_bytes(horizon: int, dim: int, link: str) -> int:
+        """Bytes of temporary files after ``horizon`` users: every row for the logistic link, none for the identity."""
+        return EpisodeRows.disk_bytes(horizon, dim) if link == "logistic" else 0
+
+    @property
+    def counts(self) -> np.ndarray:
+        """Users absorbed per model, (M,) int (a copy)."""
+        return (self._rows.counts if self._rows is not None else self._counts).copy()
+
+    def absorb(self, X: np.ndarray, models: np.ndarray | None, y: np.ndarray) -> None:
+        """Add the rows ``X`` (n, d) with clipped rewards ``y`` (n,) to their ``models`` (n,) int in [0, M) (all to
+        model 0 when None)."""
+        if self._rows is not None:
+            self._rows.append(X, models, y)
+            return
+        if models is None or self.n_models == 1:
+            self._add(0, X, y)
+            return
+        for m in np.flatnonzero(np.bincount(models, minlength=self.n_models)):
+            mine = models == m
+            self._add(int(m), X[mine], y[mine])
+
+    def _add(self, m: int, X: np.ndarray, y: np.ndarray) -> None:
+        if X.shape[0] == 0:
+            return
+        G = self._gram[m].T
+        out = blas.dsyrk(1.0, X.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
+        if not np.shares_memory(out, G):  # pragma: no cover - the wrapper updates F-ordered arrays in place
+            G[...] = out
+        self._moment[m] += X.T @ y
+        self._counts[m] += X.shape[0]
+
+    def gradient(self, m: int):
+        """``theta -> sum_i x_i (mu(x_i^T theta) - y_i)`` (d,) over every user of model ``m`` so far."""
+        if self._rows is not None:
+            return self._rows.gradient(m, self.link)
+        G, b = self._gram[m].T, self._moment[m]
+        return lambda theta: blas.dsymv(1.0, G, theta, lower=0) - b
