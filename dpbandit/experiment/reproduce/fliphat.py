@@ -81,8 +81,8 @@ COLUMNS = (
 )
 REFERENCES = (
     ("uniform random (shared)", "shared", True, "random", {}),
-    ("non-private FLIPHAT (shared, epsilon = inf)", "shared", True, "fliphat",
-     dict(epsilon=math.inf, sparsity=S_CODE)),
+    ("non-private FLIPHAT (shared, epsilon = inf)", "shared", True, "fliphat",  # the paper's: episodes forget
+     dict(epsilon=math.inf, sparsity=S_CODE, forget=True)),
     ("uniform random (disjoint)", "disjoint", True, "random", {}),
     ("LASSO bandit (disjoint, non-private)", "disjoint", True, "lasso", {}),
 )
