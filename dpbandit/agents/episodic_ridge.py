@@ -72,7 +72,11 @@ user.
 **Cost.** Per round O(d): the played row is copied into a buffer of
 :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users, whose Gram matrix and moments are added to the episode's sums
 when it is full (BLAS level 3: O(d^2) amortised flops a user; memory O(M d^2 + chunk d), whatever the episode's
-length; :mod:`~dpbandit.agents.episode_sums`); O(d) Python work per round. Per episode and model, the floored V by
+length; :mod:`~dpbandit.agents.episode_sums`); by blocks of rounds (:meth:`EpisodicRidge.play_block`,
+:mod:`~dpbandit.agents.episodic_blocks`) the greedy rule's rounds between two releases are one run of numpy calls,
+round by round otherwise. At a release the previous one is dropped first, and the d x d work arrays live in
+mappings of their own (:mod:`dpbandit.mapped`): at the peak three M d^2 floats (the sums or their noise, the
+combination, the release) and two d x d work matrices, whatever T. Per episode and model, the floored V by
 :class:`~dpbandit.agents.floored_ridge.FlooredRidge`: two Cholesky factorisations (d^3/3 flops each) while the
 floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more); where it acts, V's eigenpairs
 below the floor (LAPACK ``dsyevr`` on that range) lift V to it first. The action costs O(K d) (greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
@@ -87,15 +91,17 @@ import numpy as np
 from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
+from dpbandit.agents.episodic_blocks import play_episodic_block
 from dpbandit.agents.episodic_ridge_calibration import (MODES, ROW_CLIP_FACTOR, UNBOUNDED_GRAM_SHARE,
                                                         EpisodicRidgeCalibration, clip_rows, default_row_clip,
                                                         theta_l2_bound)
 from dpbandit.agents.floored_ridge import FlooredRidge
 from dpbandit.agents.private import PrivateAgent, read_only, require_finite_theta_bound
-from dpbandit.agents.release_combination import noise_regulariser, pool_gram
+from dpbandit.agents.release_combination import noise_regulariser, pooled_shares
 from dpbandit.agents.release_rules import (RULES, EpisodicRidgeRelease, ridge_scores, thompson_scores, ucb_radius,
                                           ucb_scores)
 from dpbandit.agents.ridge import RidgeState
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
@@ -114,7 +120,7 @@ class EpisodicRidgeCurator(EpisodicCurator):
         M, d = cal.n_models, cal.dim
         self._gram_noise = SymmetricGaussianNoise(cal.sigma_G) if cal.sigma_G > 0 else None
         self._moment_noise = GaussianNoise(cal.sigma_b) if cal.sigma_b > 0 else None
-        self._gram_sum, self._moment_sum = np.zeros((M, d, d)), np.zeros((M, d))
+        self._gram_sum, self._moment_sum = (np.zeros((M, d, d)), np.zeros((M, d))) if cal.mode == "sum" else (None, None)
         self._combination = cal.combination() if cal.mode == "weighted" else None
         self._sums = EpisodeSums(M, d, gram=True)
         # noise off, every user kept, greedy: ridge on every user so far, by Sherman-Morrison (O(d^2) a user, no
@@ -145,14 +151,16 @@ class EpisodicRidgeCurator(EpisodicCurator):
                     n_summed: int) -> EpisodicRidgeRelease:
         """The estimate and the action rule's public arrays from the combined noisy statistics (post-processing)."""
         cal, d = self.cal, self.cal.dim
-        shape = gram
+        scales = None
         if cal.gram_pool:  # one pooled shape for every arm (post-processing of released arrays, §6.7)
-            shape, w_norm = pool_gram(gram, w_norm)
+            scales, w_norm = pooled_shares(gram, w_norm)
         lam = self._regulariser(n_summed, w_norm)
         # V = G~ + lam I with eigenvalues floored at ridge (post-processing), by Cholesky (floored_ridge)
-        V = FlooredRidge(shape, lam, cal.ridge, psd=self._gram_noise is None, draws=cal.rule == "thompson")
-        v_inv = V.inverse() if cal.rule == "ucb" or cal.ucb_alpha > 0 else None
-        theta = V.solve(moment, v_inv)
+        widths = cal.rule == "ucb" or cal.ucb_alpha > 0
+        V = FlooredRidge(gram, lam, cal.ridge, psd=self._gram_noise is None, draws=cal.rule == "thompson",
+                         scales=scales, b=moment, keep=widths or cal.rule == "thompson")
+        v_inv = V.inverse() if widths else None
+        theta = V.theta
         beta = basis = scale = None
         if cal.rule == "ucb":
             beta = ucb_radius(R=cal.spread, S=cal.theta_l2, L=cal.L, dim=d, ridge=cal.ridge, n_users=self.t,
@@ -186,8 +194,8 @@ class EpisodicRidgeCurator(EpisodicCurator):
         if self._ridge is not None:
             return self._ridge_release()
         gram, moment, _ = self._sums.take()  # the episode's sums (then forgotten)
-        if self._gram_noise is not None:  # noise drawn for every model, whatever the data
-            gram += self._gram_noise.sample(self.rng, (M, d, d))
+        if self._gram_noise is not None:  # noise drawn for every model, whatever the data (added in place)
+            self._gram_noise.add_sample(self.rng, gram)
             moment += self._moment_noise.sample(self.rng, (M, d))
         n_summed = self.n_releases + 1
         if cal.mode == "sum":
@@ -195,8 +203,10 @@ class EpisodicRidgeCurator(EpisodicCurator):
             self._moment_sum += moment
             gram, moment = self._gram_sum.copy(), self._moment_sum.copy()
             w_norm = np.full(M, math.sqrt(n_summed))
-        elif cal.mode == "weighted":  # released arrays only (release_combination)
-            gram, moment, w_norm = self._combination.add(gram, moment)
+        elif cal.mode == "weighted":  # released arrays only (release_combination); this episode's dropped first
+            self._combination.fold(gram, moment)
+            del gram, moment
+            gram, moment, w_norm = self._combination.combined()
         else:
             n_summed, w_norm = 1, np.ones(M)
         return self._release_of(gram, moment, w_norm, self.n_releases + 1, n_summed)
@@ -378,3 +388,13 @@ class EpisodicRidge(PrivateAgent):
         else:
             scores = ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared, X)
         return argmax_random_tie(scores, rng)
+
+    @staticmethod
+    def _greedy_scores(release: EpisodicRidgeRelease, X: np.ndarray) -> np.ndarray:
+        """The greedy rule's scores (:meth:`action_rule`) of the rounds' clipped rows X (m, K, d): (m, K)."""
+        return ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared, X)
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The block's rounds, run by run between the curator's events (:mod:`~dpbandit.agents.episodic_blocks`):
+        the arms, releases and draws of ``act`` / ``update``; the UCB and Thompson rules round by round."""
+        return play_episodic_block(self, block, self._greedy_scores if self.cal.rule == "greedy" else None)
