@@ -242,19 +242,15 @@ class EpisodicCurator(Curator):
     def observe_rows(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
         """:meth:`observe` of m users at once, m <= :meth:`rounds_to_event`: their played rows ``X`` (m, d) (row
         ``observation[arm]`` of each), ``arms`` (m,) int in [0, K) and ``rewards`` (m,) float64. The same checks,
-        buffer and release: the checks run on the whole run (a norm beyond the bound by more than
-        :data:`FAST_CHECK_RTOL`, or NaN, is checked row by row as :meth:`checked_user` does it), the clip ``min(max(y, low), high)`` by the same comparisons; if a check
-        fails, the rows are checked one by one, so the error raised is :meth:`observe`'s (the run's earlier users
-        are then not buffered: the run is abandoned)."""
+        buffer and release: the checks run on the whole run (a row beyond the bound by more than
+        :data:`FAST_CHECK_RTOL`, or NaN, is checked as :meth:`checked_user` checks it), the clip
+        ``min(max(y, low), high)`` by the same comparisons; if a check fails, the error raised is :meth:`observe`'s
+        (the run's earlier users are then not buffered: the run is abandoned)."""
         m = len(arms)
         if not 1 <= m <= self.rounds_to_event():
             raise ValueError(f"observe_rows takes 1 to {self.rounds_to_event()} users here, got {m}")
-        size = np.abs(X).max(axis=1) if self.context_norm == "linf" else np.einsum("md,md->m", X, X)
-        fast = self.context_bound * (1.0 + FAST_CHECK_RTOL)
-        near = np.flatnonzero(~(size <= (fast if self.context_norm == "linf" else fast * fast)))  # NaN included
+        near = np.flatnonzero(~self._fast_check(X)) if np.isfinite(rewards).all() else range(m)
         low, high = self.clip.low, self.clip.high
-        if not np.isfinite(rewards).all():
-            near = np.arange(m)
         for i in near:  # observe's own checks: raises its error (a row near the bound passes if it is inside)
             self.checked_user(_one_row(X[i], int(arms[i]), self.n_arms), int(arms[i]), float(rewards[i]))
         i = self._n
@@ -264,6 +260,20 @@ class EpisodicCurator(Curator):
         self._n += m - 1
         self._t += m - 1
         self.served()
+
+    def inside(self, obs: np.ndarray, rewards: np.ndarray) -> bool:
+        """Whether every row of the observations (n, K, d) and every reward (n, K) passes :meth:`checked_user`'s
+        checks (its fast bound with :data:`FAST_CHECK_RTOL`), and the n users fit in the horizon: then so does
+        whichever arm is played."""
+        return bool(self._fast_check(obs).all() and np.isfinite(rewards).all()
+                    and self._t + len(obs) <= self.schedule.horizon)
+
+    def _fast_check(self, X: np.ndarray) -> np.ndarray:
+        """Which rows of X (..., d) are within the public bound up to :data:`FAST_CHECK_RTOL` (NaN rows are not)."""
+        fast = self.context_bound * (1.0 + FAST_CHECK_RTOL)
+        if self.context_norm == "linf":
+            return np.abs(X).max(axis=-1) <= fast
+        return np.einsum("...d,...d->...", X, X) <= fast * fast
 
     @property
     def n_buffered(self) -> int:

@@ -15,14 +15,18 @@ with one release. A run of m rounds costs a few numpy calls instead of m ``act``
 * **Observe** (the curator's side: the raw played rows, arms and rewards):
   :meth:`~dpbandit.agents.episodic.EpisodicCurator.observe_rows`, the checks, buffer and release of m observes.
 
-Rounds are played one by one, through the action rule and ``observe`` (the step path itself), where the run is short
-(under :data:`MIN_RUN` rounds: a release after every user with the noise off), where a score is NaN (the step
-path's error), and for rules without a vectorised score (``scores`` None: episodic ridge's UCB and Thompson rules).
-So a block gives the step path's arms, releases and privacy-stream draws, bit for bit, for every configuration.
+With the noise off and a release after every user (episodic ridge's Sherman-Morrison form), the block's rows and
+rewards are checked at once for every arm, and each round is the rule's scores on the latest release and the
+curator's ``observe_kept`` (its clip, Sherman-Morrison step and release, without the buffer's bookkeeping).
 
-Memory: the clipped rows and scores of one run, at most ``chunk`` rounds (:data:`~dpbandit.agents.episode_sums.
-CHUNK_ROWS`). While an episode's release is computed the agent does not hold the previous one (its d x d arrays
-need not be in memory twice).
+Rounds are played one by one, through the action rule and ``observe`` (the step path itself), where a run is short
+(under :data:`MIN_RUN` rounds), where a score is NaN or a check fails (the step path's error), and for rules without
+a vectorised score (``scores`` None: episodic ridge's UCB and Thompson rules). So a block gives the step path's
+arms, releases and privacy-stream draws, bit for bit, for every configuration.
+
+Memory: the rows and scores of one run, at most ``chunk`` rounds (:data:`~dpbandit.agents.episode_sums.CHUNK_ROWS`)
+and :data:`RUN_ELEMENTS` row entries. While an episode's release is computed the agent does not hold the previous
+one (its d x d arrays need not be in memory twice).
 """
 
 from __future__ import annotations
@@ -55,6 +59,12 @@ def play_episodic_block(agent, block: RoundBlock, scores: Callable[[object, np.n
     arms = np.empty(n, dtype=np.intp)
     runs = scores is not None and obs.dtype == np.float64 and obs.shape[1:] == (cur.n_arms, cur.dim)
     longest = max(MIN_RUN, RUN_ELEMENTS // (cur.n_arms * cur.dim))
+    if runs and getattr(cur, "keeps_users_one_by_one", False):  # a release after every user (noise off)
+        try:
+            if _kept_users(agent, obs, rewards, arms, scores):
+                return arms
+        finally:
+            agent._release = cur.release()
     t = 0
     try:
         while t < n:
@@ -83,6 +93,29 @@ def _run(agent, X: np.ndarray, rewards: np.ndarray, arms: np.ndarray, scores) ->
     for i in np.flatnonzero(n_best > 1):  # ties, in round order: argmax_random_tie's draw
         arms[i] = np.flatnonzero(values[i] == top[i])[rng.integers(int(n_best[i]))]
     agent.curator.observe_rows(X[rows, arms], arms, rewards[rows, arms])
+    return True
+
+
+def _kept_users(agent, obs: np.ndarray, rewards: np.ndarray, arms: np.ndarray, scores) -> bool:
+    """A block of one-user episodes (noise off, Sherman-Morrison): per round the rule's scores on the latest
+    release, the first largest (ties: ``argmax_random_tie``'s draw) and the curator's ``observe_kept``, after the
+    checks of every arm's row and reward of the block at once (False, nothing done, if any fails: the step path then
+    raises where it does); a NaN score hands the rest of the block to the step path."""
+    cur = agent.curator
+    if not cur.inside(obs, rewards):
+        return False
+    rng = agent.rng
+    for i in range(len(obs)):
+        values = _scores(cur.release(), obs[i], scores)
+        best = values.argmax()
+        n_best = np.count_nonzero(values == values[best])
+        if n_best != 1:
+            if n_best == 0:  # NaN: the step path's error
+                _steps(agent, obs[i:], rewards[i:], arms[i:])
+                return True
+            best = np.flatnonzero(values == values[best])[rng.integers(n_best)]
+        arms[i] = best
+        cur.observe_kept(obs[i, best], int(best), float(rewards[i, best]))
     return True
 
 

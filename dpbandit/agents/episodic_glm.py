@@ -180,7 +180,7 @@ class EpisodicGLMCurator(EpisodicCurator):
             return self._newton_release()
         H, g, _ = self._sums.take()
         if self._H_noise is not None:  # noise for every model, whatever the data
-            H += self._H_noise.sample(self.rng, (M, d, d))
+            self._H_noise.add_sample(self.rng, H)  # in place: no second (M, d, d) array
             sigma_g = cal.sigma_g(np.linalg.norm(self._theta, axis=1))
             g += sigma_g[:, None] * self.rng.standard_normal((M, d))
         H_w, b_w, w_norm = self._combination.add(H, np.einsum("mij,mj->mi", H, self._theta) - g)

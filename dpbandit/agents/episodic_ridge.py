@@ -72,11 +72,9 @@ user.
 **Cost.** Per round O(d): the played row is copied into a buffer of
 :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users, whose Gram matrix and moments are added to the episode's sums
 when it is full (BLAS level 3: O(d^2) amortised flops a user; memory O(M d^2 + chunk d), whatever the episode's
-length; :mod:`~dpbandit.agents.episode_sums`); by blocks of rounds (:meth:`EpisodicRidge.play_block`,
-:mod:`~dpbandit.agents.episodic_blocks`) the greedy rule's rounds between two releases are one run of numpy calls,
-round by round otherwise. At a release the previous one is dropped first, and the d x d work arrays live in
-mappings of their own (:mod:`dpbandit.mapped`): at the peak three M d^2 floats (the sums or their noise, the
-combination, the release) and two d x d work matrices, whatever T. Per episode and model, the floored V by
+length; :mod:`~dpbandit.agents.episode_sums`); by blocks (:mod:`~dpbandit.agents.episodic_blocks`) the rounds
+between two releases are one run. Peak memory: three M d^2 floats (the sums, the combination, the release; d x d
+arrays in mappings of their own, :mod:`dpbandit.mapped`) and two d x d work matrices at a release. Per episode and model, the floored V by
 :class:`~dpbandit.agents.floored_ridge.FlooredRidge`: two Cholesky factorisations (d^3/3 flops each) while the
 floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more); where it acts, V's eigenpairs
 below the floor (LAPACK ``dsyevr`` on that range) lift V to it first. The action costs O(K d) (greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
@@ -100,7 +98,7 @@ from dpbandit.agents.private import PrivateAgent, read_only, require_finite_thet
 from dpbandit.agents.release_combination import noise_regulariser, pooled_shares
 from dpbandit.agents.release_rules import (RULES, EpisodicRidgeRelease, ridge_scores, thompson_scores, ucb_radius,
                                           ucb_scores)
-from dpbandit.agents.ridge import RidgeState
+from dpbandit.agents.ridge import RidgeState, sherman_morrison
 from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
@@ -211,6 +209,26 @@ class EpisodicRidgeCurator(EpisodicCurator):
             n_summed, w_norm = 1, np.ones(M)
         return self._release_of(gram, moment, w_norm, self.n_releases + 1, n_summed)
 
+    @property
+    def keeps_users_one_by_one(self) -> bool:
+        """Noise off and a release after every user, by Sherman-Morrison (:meth:`observe_kept` may serve)."""
+        return self._ridge is not None and self.schedule.max_length == 1
+
+    def observe_kept(self, x: np.ndarray, arm: int, reward: float) -> None:
+        """:meth:`observe` of a user whose row x (d,) and reward passed its checks (``observe_rows``'), when
+        :attr:`keeps_users_one_by_one`: the same clip, centring, Sherman-Morrison step and release, no buffer."""
+        cal, m = self.cal, arm if self.cal.n_models > 1 else 0
+        if math.isfinite(cal.row_clip):
+            x = clip_rows(x[None], cal.row_clip)[0]
+        y = self.clip.clip(reward)
+        sherman_morrison(self._ridge.W[m], self._ridge._b[m], x, float(y - cal.centre if cal.centre else y))
+        self._ridge.counts[m] += 1
+        self._t += 1
+        self.n_releases += 1
+        self._episode += 1
+        self._next_end = self.schedule.end(self._episode)
+        self._release = self._ridge_release()
+
     def _ridge_release(self) -> EpisodicRidgeRelease:
         """Noise off, every user kept: the ridge estimate on every user so far, from the Sherman-Morrison state
         (what mode "weighted" or "sum" computes with the noise off, without the O(M d^3) decomposition); ``gram``
@@ -226,37 +244,14 @@ class EpisodicRidgeCurator(EpisodicCurator):
                                     row_clip=cal.row_clip)
 
     def _record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
-        cal = self.cal
-        form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm blocks"
-        if self._gram_noise is None:
-            ledger.add_non_private(f"episodic ridge statistics ({form}), noise off")
-            return
-        ledger.add_gaussian(cal.sigma_G / cal.L**2, count, parallel=True,
-                            mechanism=f"episodic Gram matrix G~ ({form}; symmetric Gaussian sigma_G = "
-                                      f"{cal.sigma_G:.6g})",
-                            bound="docs/episodic-agents.md §3.1: whitened shift ||D||_F/(sqrt 2 sigma_G) "
-                                  "<= L^2/sigma_G")
-        ledger.add_gaussian(cal.sigma_b / (2.0 * cal.L * cal.B), count, parallel=True,
-                            mechanism=f"episodic moment vector b~ ({form}; Gaussian sigma_b = {cal.sigma_b:.6g})",
-                            bound="Gaussian mechanism, l2 sensitivity 2 L B")
+        self.cal.record_release_cost(ledger, count)
 
     @property
     def sensitivity_assumption(self) -> str:
         return self.cal.sensitivity_assumption
 
     def _report_note(self) -> str:
-        cal = self.cal
-        centred = f"rewards centred at c = {cal.centre:.6g}; " if cal.centre else ""
-        if cal.gram_pool:
-            centred += "Gram matrices pooled across arms (docs/episodic-agents.md §6.7); "
-        rule = f"action rule {cal.rule!r}" + (f" (width failure probability alpha = {cal.alpha:g})"
-                                              if cal.rule == "ucb" else "")
-        if cal.calibration == "none":
-            return f"Estimate: mode {cal.mode!r}, ridge {cal.ridge:g}; {centred}{rule}."
-        return (f"Calibration {cal.calibration!r}: gram_share w = {cal.gram_share:.4g} ({cal.gram_share_rule}), "
-                f"sigma_G = {cal.sigma_G:.6g}, sigma_b = {cal.sigma_b:.6g}; {centred}estimate mode {cal.mode!r} "
-                f"(post-processing of released arrays: each user is in one release either way), regulariser "
-                f"{cal.regulariser(1):.6g} for one release; {rule} (post-processing).")
+        return self.cal.report_note()
 
 
 class EpisodicRidge(PrivateAgent):
@@ -363,10 +358,8 @@ class EpisodicRidge(PrivateAgent):
         super().__init__(constants)
 
     def memory_estimate(self) -> int:
-        """The curator's peak, checked before anything is allocated: its chunk buffer (contexts, arms, rewards of
-        :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users) and per model about ten (d+1) x (d+1) matrices (the
-        episode's sums, their noise, the combined statistics, V and its Cholesky factor, V^{-1} for a UCB width, the
-        Thompson factor; :mod:`~dpbandit.agents.floored_ridge`). It does not grow with T."""
+        """An upper bound of the curator's peak, checked before anything is allocated: its chunk buffer (:data:`~dpbandit.
+        agents.episode_sums.CHUNK_ROWS` users) and per model ten (d+1) x (d+1) matrices (module docstring); not T."""
         rows, models = min(CHUNK_ROWS, self.schedule.max_length), self.cal.n_models
         return 8 * (2 * rows * (self.dim + 2) + 10 * models * (self.dim + 1) ** 2)
 
@@ -391,10 +384,10 @@ class EpisodicRidge(PrivateAgent):
 
     @staticmethod
     def _greedy_scores(release: EpisodicRidgeRelease, X: np.ndarray) -> np.ndarray:
-        """The greedy rule's scores (:meth:`action_rule`) of the rounds' clipped rows X (m, K, d): (m, K)."""
+        """The greedy rule's scores (:meth:`action_rule`) of clipped rows X (..., K, d): (..., K)."""
         return ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared, X)
 
     def play_block(self, block: RoundBlock) -> np.ndarray:
-        """The block's rounds, run by run between the curator's events (:mod:`~dpbandit.agents.episodic_blocks`):
-        the arms, releases and draws of ``act`` / ``update``; the UCB and Thompson rules round by round."""
+        """The block's rounds (:mod:`~dpbandit.agents.episodic_blocks`): the arms, releases and draws of ``act`` /
+        ``update``; the UCB and Thompson rules round by round."""
         return play_episodic_block(self, block, self._greedy_scores if self.cal.rule == "greedy" else None)

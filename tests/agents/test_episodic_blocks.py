@@ -27,7 +27,9 @@ CASES = [  # (environment, agent, its parameters, whether runs play rounds at on
     ({"structure": "shared", "n_arms": 2, "dim": 6}, "episodic_ridge", {"epsilon": 1.0}, True),
     ({"structure": "disjoint", "n_arms": 3, "dim": 6, **LINF}, "episodic_ridge", {"epsilon": 1.0}, True),
     ({"structure": "shared", "n_arms": 3, "dim": 7, **LINF}, "episodic_ridge", {"epsilon": 4.0}, True),
-    ({"structure": "disjoint", "n_arms": 2, "dim": 6}, "episodic_ridge", {"epsilon": INF}, False),
+    ({"structure": "disjoint", "n_arms": 2, "dim": 6}, "episodic_ridge", {"epsilon": INF}, True),
+    ({"structure": "shared", "n_arms": 3, "dim": 6, **LINF}, "episodic_ridge", {"epsilon": INF, "row_clip": 0.5,
+                                                                               "centre": True}, True),
     ({"structure": "shared", "n_arms": 2, "dim": 5}, "episodic_ridge", {"epsilon": INF, "first_episode": 8}, True),
     ({"structure": "shared", "n_arms": 3, "dim": 6}, "episodic_ridge", {"epsilon": 2.0, "ucb_alpha": 0.5}, True),
     ({"structure": "disjoint", "n_arms": 2, "dim": 6}, "episodic_ridge", {"epsilon": 2.0, "mode": "forget"}, True),
@@ -59,14 +61,15 @@ def _same(a, b):
 
 
 def _count_runs(monkeypatch) -> list:
-    runs, run = [], episodic_blocks._run
+    """The blocks' calls that played rounds other than one by one (runs, and one-user episodes kept)."""
+    runs = []
+    for name in ("_run", "_kept_users"):
+        def counted(*args, _inner=getattr(episodic_blocks, name)):
+            played = _inner(*args)
+            runs.append(played)
+            return played
 
-    def counted(*args):
-        played = run(*args)
-        runs.append(played)
-        return played
-
-    monkeypatch.setattr(episodic_blocks, "_run", counted)
+        monkeypatch.setattr(episodic_blocks, name, counted)
     return runs
 
 
@@ -109,12 +112,13 @@ def _block(obs, rewards, first=1):
     return RoundBlock(first, obs, means, rewards, means.max(axis=1))
 
 
-def test_ties_odd_rows_and_refusals_are_the_step_paths(monkeypatch):
+@pytest.mark.parametrize("params", [{"epsilon": 2.0, "first_episode": 40}, {"epsilon": INF}])
+def test_ties_odd_rows_and_refusals_are_the_step_paths(params, monkeypatch):
     """Zero rows (ties: the exploration stream's draws in round order), rows at and a rounding error over the bound,
     rewards beyond the clip; a row over the bound or a NaN reward raises the step path's error."""
     runs = _count_runs(monkeypatch)
     env = gymnasium.make("dpbandit/GLMBandit-v0", n_arms=3, dim=8, horizon=900, **LINF)
-    blocks, steps = (make_agent("episodic_ridge", env, epsilon=2.0, first_episode=40) for _ in range(2))
+    blocks, steps = (make_agent("episodic_ridge", env, **params) for _ in range(2))
     blocks.reset(3)
     steps.reset(3)
     gen = np.random.default_rng(5)
@@ -123,7 +127,9 @@ def test_ties_odd_rows_and_refusals_are_the_step_paths(monkeypatch):
     obs[1::9, :, 0] = 0.4
     obs[3::11, :, 1] = 0.4 * (1.0 + 1e-12)
     rewards = gen.normal(0.0, 5.0, (800, 3))
-    arms = blocks.play_block(_block(obs, rewards))
+    arms = np.concatenate([blocks.play_block(_block(obs[:300], rewards[:300])),
+                           blocks.play_block(_block(obs[300:] * 0.99, rewards[300:], 301))])  # (kept users' checks)
+    obs[300:] *= 0.99
     for i in range(800):
         assert arms[i] == steps.act(obs[i])
         steps.update(obs[i], int(arms[i]), rewards[i, arms[i]], {})
@@ -139,9 +145,10 @@ def test_ties_odd_rows_and_refusals_are_the_step_paths(monkeypatch):
             blocks.play_block(_block(bad_obs, bad_rewards, 801))
 
 
-def test_a_nan_score_raises_the_step_paths_error(monkeypatch):
+@pytest.mark.parametrize("epsilon", [1.0, INF])
+def test_a_nan_score_raises_the_step_paths_error(epsilon):
     env = gymnasium.make("dpbandit/GLMBandit-v0", n_arms=2, dim=5, horizon=400)
-    agent = make_agent("episodic_ridge", env, epsilon=1.0)
+    agent = make_agent("episodic_ridge", env, epsilon=epsilon)
     agent.reset(0)
     gen = np.random.default_rng(1)
     obs = gen.normal(0.0, 0.05, (50, 2, 5))
