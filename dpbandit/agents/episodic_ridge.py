@@ -74,10 +74,11 @@ user.
 when it is full (BLAS level 3: O(d^2) amortised flops a user; memory O(M d^2 + chunk d), whatever the episode's
 length; :mod:`~dpbandit.agents.episode_sums`); by blocks (:mod:`~dpbandit.agents.episodic_blocks`) the rounds
 between two releases are one run. Peak memory: three M d^2 floats (the sums, the combination, the release; d x d
-arrays in mappings of their own, :mod:`dpbandit.mapped`) and two d x d work matrices at a release. Per episode and model, the floored V by
-:class:`~dpbandit.agents.floored_ridge.FlooredRidge`: two Cholesky factorisations (d^3/3 flops each) while the
-floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more); where it acts, V's eigenpairs
-below the floor (LAPACK ``dsyevr`` on that range) lift V to it first. The action costs O(K d) (greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
+arrays in mappings of their own, :mod:`dpbandit.mapped`) and two d x d work matrices at a release. Per episode and
+model, the floored V by :class:`~dpbandit.agents.floored_ridge.FlooredRidge`: two Cholesky factorisations (d^3/3
+flops each) while the floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more); where it
+acts, V's eigenpairs below the floor (LAPACK ``dsyevr`` on that range) lift V to it first. The action costs O(K d)
+(greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
 """
 
 from __future__ import annotations
@@ -358,8 +359,8 @@ class EpisodicRidge(PrivateAgent):
         super().__init__(constants)
 
     def memory_estimate(self) -> int:
-        """An upper bound of the curator's peak, checked before anything is allocated: its chunk buffer (:data:`~dpbandit.
-        agents.episode_sums.CHUNK_ROWS` users) and per model ten (d+1) x (d+1) matrices (module docstring); not T."""
+        """An upper bound of the curator's peak, checked before anything is allocated: its chunk buffer
+        (:data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users) and ten (d+1) x (d+1) matrices a model; not T."""
         rows, models = min(CHUNK_ROWS, self.schedule.max_length), self.cal.n_models
         return 8 * (2 * rows * (self.dim + 2) + 10 * models * (self.dim + 1) ** 2)
 
