@@ -6,9 +6,12 @@ one BLAS thread. Agents: greedy ridge; episodic ridge at epsilon = 16 and 1000 (
 the first one, K d users: no O(d^3) decomposition per round however large epsilon) and with the noise off (a release
 after every user, kept by Sherman-Morrison). Reported: CPU microseconds per round of the whole ``simulate`` loop
 (``time.process_time``, which other processes on the machine do not inflate), the ratio to greedy's, and each
-schedule's releases and n*.
+schedule's releases and n*. Every agent first plays a short warm-up run (compiled kernels loaded). With ``--steps``,
+also each agent's CPU per round through the Gymnasium ``step`` loop (:func:`~dpbandit.experiment.loop.play_steps`,
+``act`` / ``update`` every round) in the same process, and ``block_over_step``: the block path's share of it (issue
+25: episodic ridge's ``play_block``; the two give the same frame).
 
-    python benchmarks/episodic_schedule_cost.py [--dim 1000] [--horizon 10000]
+    python benchmarks/episodic_schedule_cost.py [--dim 1000] [--horizon 10000] [--steps]
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ import gymnasium
 
 import dpbandit  # noqa: F401  (registers the environments)
 from dpbandit.agents import make_agent
+from dpbandit.experiment.loop import play_steps
 from dpbandit.experiment.runner import simulate
 
-AGENTS = (("greedy", "greedy", {}), ("episodic_ridge@16", "episodic_ridge", {"epsilon": 16.0}),
+AGENTS = (("greedy", "greedy", {}), ("episodic_ridge@1", "episodic_ridge", {"epsilon": 1.0}),
+          ("episodic_ridge@16", "episodic_ridge", {"epsilon": 16.0}),
           ("episodic_ridge@1000", "episodic_ridge", {"epsilon": 1000.0}),
           ("episodic_ridge_noise_off", "episodic_ridge", {"epsilon": math.inf}))
 
@@ -34,15 +39,23 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dim", type=int, default=1000)
     parser.add_argument("--horizon", type=int, default=10_000)
+    parser.add_argument("--steps", action="store_true", help="also time the step loop (play_steps)")
     args = parser.parse_args()
     env = gymnasium.make("dpbandit/SparseLinear-v0", horizon=args.horizon, n_arms=2, dim=args.dim)
+    warm = gymnasium.make("dpbandit/SparseLinear-v0", horizon=min(args.horizon, 300), n_arms=2, dim=args.dim)
     out = {"load": os.getloadavg(), "dim": args.dim, "horizon": args.horizon, "agents": {}}
     for label, name, params in AGENTS:
+        simulate(warm, make_agent(name, warm, **params), 1, checkpoints=2)
         agent = make_agent(name, env, **params)
         schedule = getattr(agent, "schedule", None)
         start = time.process_time()
         simulate(env, agent, 0, checkpoints=2)
-        row = {"cpu_us_per_round": round((time.process_time() - start) / args.horizon * 1e6, 1)}
+        row = {"cpu_us_per_round": round((time.process_time() - start) / args.horizon * 1e6, 2)}
+        if args.steps:
+            start = time.process_time()
+            play_steps(env, agent, 0, checkpoints=2)
+            row["step_cpu_us_per_round"] = round((time.process_time() - start) / args.horizon * 1e6, 2)
+            row["block_over_step"] = round(row["cpu_us_per_round"] / row["step_cpu_us_per_round"], 3)
         if schedule is not None:
             row.update(releases=schedule.n_episodes, n_star=schedule.scale, first_episode=schedule.first)
         out["agents"][label] = row

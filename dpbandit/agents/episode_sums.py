@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import blas
 
+from dpbandit.compiled import kernel
+from dpbandit.mapped import mapped_zeros
 from dpbandit.validation import check_int
 
 __all__ = ["CHUNK_ROWS", "EpisodeSums"]
@@ -31,6 +33,18 @@ __all__ = ["CHUNK_ROWS", "EpisodeSums"]
 #: Rows buffered before they are absorbed: enough for level-3 BLAS to run near its peak at d = 1000, and 2 MB of
 #: buffer there.
 CHUNK_ROWS = 256
+
+
+@kernel
+def symmetrise(G):
+    """``G`` (d, d) in place: ``G_ij + G_ji`` off the diagonal (the sum, exactly, of ``G + G^T`` there; the same
+    float either way round), the diagonal unchanged; no second d x d array."""
+    d = G.shape[0]
+    for i in range(d):
+        for j in range(i + 1, d):
+            s = G[i, j] + G[j, i]
+            G[i, j] = s
+            G[j, i] = s
 
 
 class EpisodeSums:
@@ -41,8 +55,10 @@ class EpisodeSums:
         self.n_models = check_int("n_models", n_models, low=1)
         self.dim = check_int("dim", dim, low=1)
         # each block is used through its transpose, an F-ordered (d, d) array that dsyrk updates in place: its
-        # "upper" triangle is the block's lower one
-        self._gram = np.zeros((n_models, dim, dim)) if gram else None
+        # "upper" triangle is the block's lower one; allocated with the first rows (after a take, the release's
+        # work is done by then and its memory free again)
+        self.gram = bool(gram)
+        self._gram = None
         self._moment = np.zeros((n_models, dim))
         self._counts = np.zeros(n_models, dtype=np.int64)
 
@@ -65,7 +81,9 @@ class EpisodeSums:
         n = X.shape[0]
         if n == 0:
             return
-        if self._gram is not None:
+        if self.gram:
+            if self._gram is None:
+                self._gram = mapped_zeros((self.n_models, self.dim, self.dim))
             G = self._gram[m].T  # F-ordered: updated in place (kept if the wrapper ever returns a copy)
             out = blas.dsyrk(1.0, X.T, beta=1.0, c=G, trans=0, lower=0, overwrite_c=1)
             if not np.shares_memory(out, G):
@@ -77,11 +95,14 @@ class EpisodeSums:
         """``(G (M, d, d) symmetric or None, b (M, d), n (M,) int)``: fresh arrays of the sums so far; the sums are
         then zero (the episode is forgotten)."""
         gram = None
-        if self._gram is not None:  # the lower triangles hold the sums, the upper ones zeros: mirror them exactly
-            G, d = self._gram, self.dim
-            gram = G + G.transpose(0, 2, 1)
-            gram.reshape(self.n_models, -1)[:, :: d + 1] = G.reshape(self.n_models, -1)[:, :: d + 1]
-            G[...] = 0.0
+        if self.gram:  # the lower triangles hold the sums, the upper ones zeros: mirror them exactly, in place
+            # (G + G^T off the diagonal, which is kept: the floats a new array would hold), and hand the array out
+            gram = self._gram
+            if gram is None:  # no rows since the last take
+                gram = mapped_zeros((self.n_models, self.dim, self.dim))
+            for G in gram:
+                symmetrise(G)
+            self._gram = None  # the next rows' sums start from zeros
         moment, counts = self._moment.copy(), self._counts.copy()
         self._moment[...] = 0.0
         self._counts[...] = 0

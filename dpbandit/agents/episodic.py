@@ -52,6 +52,19 @@ from dpbandit.validation import check_choice, check_delta, check_epsilon, check_
 __all__ = ["EpisodeSchedule", "EpisodicBudget", "EpisodicCurator", "default_first_episode"]
 
 
+#: The run check of :meth:`EpisodicCurator.observe_rows` passes a row whose norm is within this relative margin of
+#: the bound: :meth:`EpisodicCurator.checked_user` refuses only beyond ``bound (1 + CONTEXT_RTOL)`` (4e-10), so a norm
+#: summed in another order (a few ulps off) cannot pass a row it refuses.
+FAST_CHECK_RTOL = 1e-12
+
+
+def _one_row(x: np.ndarray, arm: int, n_arms: int) -> np.ndarray:
+    """A (K, d) observation whose row ``arm`` is x (for :meth:`EpisodicCurator.checked_user` on a played row)."""
+    obs = np.zeros((n_arms, x.shape[0]))
+    obs[arm] = x
+    return obs
+
+
 def default_first_episode(n_arms: int, dim: int, structure: str) -> int:
     """A public default for the first episode's length: the number of users a least-squares fit needs to be
     determined without noise — ``d`` for the shared structure (one d x d Gram matrix) and ``K d`` for the disjoint one
@@ -222,6 +235,46 @@ class EpisodicCurator(Curator):
             for c in curators:
                 c._absorb_chunk()
 
+    def rounds_to_event(self) -> int:
+        """Users until the next absorbed chunk or release (>= 1): :meth:`observe_rows` takes at most this many."""
+        return min(self._next_end - self._t, len(self._arms) - self._n)
+
+    def observe_rows(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """:meth:`observe` of m users at once, m <= :meth:`rounds_to_event`: their played rows ``X`` (m, d) (row
+        ``observation[arm]`` of each), ``arms`` (m,) int in [0, K) and ``rewards`` (m,) float64. The same checks,
+        buffer and release: the checks run on the whole run (a row beyond the bound by more than
+        :data:`FAST_CHECK_RTOL`, or NaN, is checked as :meth:`checked_user` checks it), the clip
+        ``min(max(y, low), high)`` by the same comparisons; if a check fails, the error raised is :meth:`observe`'s
+        (the run's earlier users are then not buffered: the run is abandoned)."""
+        m = len(arms)
+        if not 1 <= m <= self.rounds_to_event():
+            raise ValueError(f"observe_rows takes 1 to {self.rounds_to_event()} users here, got {m}")
+        near = np.flatnonzero(~self._fast_check(X)) if np.isfinite(rewards).all() else range(m)
+        low, high = self.clip.low, self.clip.high
+        for i in near:  # observe's own checks: raises its error (a row near the bound passes if it is inside)
+            self.checked_user(_one_row(X[i], int(arms[i]), self.n_arms), int(arms[i]), float(rewards[i]))
+        i = self._n
+        self._X[i: i + m] = X
+        self._arms[i: i + m] = arms
+        self._rewards[i: i + m] = np.where(rewards < low, low, np.where(rewards > high, high, rewards))
+        self._n += m - 1
+        self._t += m - 1
+        self.served()
+
+    def inside(self, obs: np.ndarray, rewards: np.ndarray) -> bool:
+        """Whether every row of the observations (n, K, d) and every reward (n, K) passes :meth:`checked_user`'s
+        checks (its fast bound with :data:`FAST_CHECK_RTOL`), and the n users fit in the horizon: then so does
+        whichever arm is played."""
+        return bool(self._fast_check(obs).all() and np.isfinite(rewards).all()
+                    and self._t + len(obs) <= self.schedule.horizon)
+
+    def _fast_check(self, X: np.ndarray) -> np.ndarray:
+        """Which rows of X (..., d) are within the public bound up to :data:`FAST_CHECK_RTOL` (NaN rows are not)."""
+        fast = self.context_bound * (1.0 + FAST_CHECK_RTOL)
+        if self.context_norm == "linf":
+            return np.abs(X).max(axis=-1) <= fast
+        return np.einsum("...d,...d->...", X, X) <= fast * fast
+
     @property
     def n_buffered(self) -> int:
         """Users buffered in the current episode (the index the next user's row goes to)."""
@@ -283,6 +336,7 @@ class EpisodicCurator(Curator):
         self._wipe()
 
     def _end_episode(self) -> None:
+        self._release = None  # (the previous release's arrays need not stay in memory while the next is computed)
         self._release = self._publish(*self._buffered())
         self.n_releases += 1
         self._episode += 1

@@ -44,10 +44,12 @@ from scipy.special import expit, ndtr
 from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
+from dpbandit.agents.episodic_blocks import play_episodic_block
 from dpbandit.agents.episodic_ridge import clip_rows, default_row_clip, ridge_scores, theta_l2_bound
 from dpbandit.agents.private import PrivateAgent, RewardClip, context_l2_bound, read_only, reward_clip_range
 from dpbandit.agents.release_combination import ReleaseCombination, noise_regulariser
 from dpbandit.agents.ridge import RidgeState
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.noise import SymmetricGaussianNoise
@@ -178,7 +180,7 @@ class EpisodicGLMCurator(EpisodicCurator):
             return self._newton_release()
         H, g, _ = self._sums.take()
         if self._H_noise is not None:  # noise for every model, whatever the data
-            H += self._H_noise.sample(self.rng, (M, d, d))
+            self._H_noise.add_sample(self.rng, H)  # in place: no second (M, d, d) array
             sigma_g = cal.sigma_g(np.linalg.norm(self._theta, axis=1))
             g += sigma_g[:, None] * self.rng.standard_normal((M, d))
         H_w, b_w, w_norm = self._combination.add(H, np.einsum("mij,mj->mi", H, self._theta) - g)
@@ -333,3 +335,13 @@ class EpisodicGLM(PrivateAgent):
             X = clip_rows(X, release.row_clip)
         scores = ridge_scores(release.theta, None, 0.0, release.shared, X)
         return argmax_random_tie(scores, rng)
+
+    @staticmethod
+    def _scores(release: EpisodicGLMRelease, X: np.ndarray) -> np.ndarray:
+        """:meth:`action_rule`'s scores of the rounds' clipped rows X (m, K, d): (m, K)."""
+        return ridge_scores(release.theta, None, 0.0, release.shared, X)
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The block's rounds, run by run between the curator's events (:mod:`~dpbandit.agents.episodic_blocks`):
+        the arms, releases and draws of ``act`` / ``update``."""
+        return play_episodic_block(self, block, self._scores)

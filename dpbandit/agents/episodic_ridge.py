@@ -72,10 +72,13 @@ user.
 **Cost.** Per round O(d): the played row is copied into a buffer of
 :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users, whose Gram matrix and moments are added to the episode's sums
 when it is full (BLAS level 3: O(d^2) amortised flops a user; memory O(M d^2 + chunk d), whatever the episode's
-length; :mod:`~dpbandit.agents.episode_sums`); O(d) Python work per round. Per episode and model, the floored V by
-:class:`~dpbandit.agents.floored_ridge.FlooredRidge`: two Cholesky factorisations (d^3/3 flops each) while the
-floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more); where it acts, V's eigenpairs
-below the floor (LAPACK ``dsyevr`` on that range) lift V to it first. The action costs O(K d) (greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
+length; :mod:`~dpbandit.agents.episode_sums`); by blocks (:mod:`~dpbandit.agents.episodic_blocks`) the rounds
+between two releases are one run. Peak memory: three M d^2 floats (the sums, the combination, the release; d x d
+arrays in mappings of their own, :mod:`dpbandit.mapped`) and two d x d work matrices at a release. Per episode and
+model, the floored V by :class:`~dpbandit.agents.floored_ridge.FlooredRidge`: two Cholesky factorisations (d^3/3
+flops each) while the floor is inactive (V^{-1} only for a UCB width, the Thompson factor with one more); where it
+acts, V's eigenpairs below the floor (LAPACK ``dsyevr`` on that range) lift V to it first. The action costs O(K d)
+(greedy), O(K d^2) (UCB width) or O(d^2) per model (Thompson draw).
 """
 
 from __future__ import annotations
@@ -87,15 +90,17 @@ import numpy as np
 from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator, default_first_episode
+from dpbandit.agents.episodic_blocks import play_episodic_block
 from dpbandit.agents.episodic_ridge_calibration import (MODES, ROW_CLIP_FACTOR, UNBOUNDED_GRAM_SHARE,
                                                         EpisodicRidgeCalibration, clip_rows, default_row_clip,
                                                         theta_l2_bound)
 from dpbandit.agents.floored_ridge import FlooredRidge
 from dpbandit.agents.private import PrivateAgent, read_only, require_finite_theta_bound
-from dpbandit.agents.release_combination import noise_regulariser, pool_gram
+from dpbandit.agents.release_combination import noise_regulariser, pooled_shares
 from dpbandit.agents.release_rules import (RULES, EpisodicRidgeRelease, ridge_scores, thompson_scores, ucb_radius,
                                           ucb_scores)
-from dpbandit.agents.ridge import RidgeState
+from dpbandit.agents.ridge import RidgeState, sherman_morrison
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.noise import GaussianNoise, SymmetricGaussianNoise
@@ -114,7 +119,7 @@ class EpisodicRidgeCurator(EpisodicCurator):
         M, d = cal.n_models, cal.dim
         self._gram_noise = SymmetricGaussianNoise(cal.sigma_G) if cal.sigma_G > 0 else None
         self._moment_noise = GaussianNoise(cal.sigma_b) if cal.sigma_b > 0 else None
-        self._gram_sum, self._moment_sum = np.zeros((M, d, d)), np.zeros((M, d))
+        self._gram_sum, self._moment_sum = (np.zeros((M, d, d)), np.zeros((M, d))) if cal.mode == "sum" else (None, None)
         self._combination = cal.combination() if cal.mode == "weighted" else None
         self._sums = EpisodeSums(M, d, gram=True)
         # noise off, every user kept, greedy: ridge on every user so far, by Sherman-Morrison (O(d^2) a user, no
@@ -145,14 +150,16 @@ class EpisodicRidgeCurator(EpisodicCurator):
                     n_summed: int) -> EpisodicRidgeRelease:
         """The estimate and the action rule's public arrays from the combined noisy statistics (post-processing)."""
         cal, d = self.cal, self.cal.dim
-        shape = gram
+        scales = None
         if cal.gram_pool:  # one pooled shape for every arm (post-processing of released arrays, §6.7)
-            shape, w_norm = pool_gram(gram, w_norm)
+            scales, w_norm = pooled_shares(gram, w_norm)
         lam = self._regulariser(n_summed, w_norm)
         # V = G~ + lam I with eigenvalues floored at ridge (post-processing), by Cholesky (floored_ridge)
-        V = FlooredRidge(shape, lam, cal.ridge, psd=self._gram_noise is None, draws=cal.rule == "thompson")
-        v_inv = V.inverse() if cal.rule == "ucb" or cal.ucb_alpha > 0 else None
-        theta = V.solve(moment, v_inv)
+        widths = cal.rule == "ucb" or cal.ucb_alpha > 0
+        V = FlooredRidge(gram, lam, cal.ridge, psd=self._gram_noise is None, draws=cal.rule == "thompson",
+                         scales=scales, b=moment, keep=widths or cal.rule == "thompson")
+        v_inv = V.inverse() if widths else None
+        theta = V.theta
         beta = basis = scale = None
         if cal.rule == "ucb":
             beta = ucb_radius(R=cal.spread, S=cal.theta_l2, L=cal.L, dim=d, ridge=cal.ridge, n_users=self.t,
@@ -186,8 +193,8 @@ class EpisodicRidgeCurator(EpisodicCurator):
         if self._ridge is not None:
             return self._ridge_release()
         gram, moment, _ = self._sums.take()  # the episode's sums (then forgotten)
-        if self._gram_noise is not None:  # noise drawn for every model, whatever the data
-            gram += self._gram_noise.sample(self.rng, (M, d, d))
+        if self._gram_noise is not None:  # noise drawn for every model, whatever the data (added in place)
+            self._gram_noise.add_sample(self.rng, gram)
             moment += self._moment_noise.sample(self.rng, (M, d))
         n_summed = self.n_releases + 1
         if cal.mode == "sum":
@@ -195,11 +202,33 @@ class EpisodicRidgeCurator(EpisodicCurator):
             self._moment_sum += moment
             gram, moment = self._gram_sum.copy(), self._moment_sum.copy()
             w_norm = np.full(M, math.sqrt(n_summed))
-        elif cal.mode == "weighted":  # released arrays only (release_combination)
-            gram, moment, w_norm = self._combination.add(gram, moment)
+        elif cal.mode == "weighted":  # released arrays only (release_combination); this episode's dropped first
+            self._combination.fold(gram, moment)
+            del gram, moment
+            gram, moment, w_norm = self._combination.combined()
         else:
             n_summed, w_norm = 1, np.ones(M)
         return self._release_of(gram, moment, w_norm, self.n_releases + 1, n_summed)
+
+    @property
+    def keeps_users_one_by_one(self) -> bool:
+        """Noise off and a release after every user, by Sherman-Morrison (:meth:`observe_kept` may serve)."""
+        return self._ridge is not None and self.schedule.max_length == 1
+
+    def observe_kept(self, x: np.ndarray, arm: int, reward: float) -> None:
+        """:meth:`observe` of a user whose row x (d,) and reward passed its checks (``observe_rows``'), when
+        :attr:`keeps_users_one_by_one`: the same clip, centring, Sherman-Morrison step and release, no buffer."""
+        cal, m = self.cal, arm if self.cal.n_models > 1 else 0
+        if math.isfinite(cal.row_clip):
+            x = clip_rows(x[None], cal.row_clip)[0]
+        y = self.clip.clip(reward)
+        sherman_morrison(self._ridge.W[m], self._ridge._b[m], x, float(y - cal.centre if cal.centre else y))
+        self._ridge.counts[m] += 1
+        self._t += 1
+        self.n_releases += 1
+        self._episode += 1
+        self._next_end = self.schedule.end(self._episode)
+        self._release = self._ridge_release()
 
     def _ridge_release(self) -> EpisodicRidgeRelease:
         """Noise off, every user kept: the ridge estimate on every user so far, from the Sherman-Morrison state
@@ -216,37 +245,14 @@ class EpisodicRidgeCurator(EpisodicCurator):
                                     row_clip=cal.row_clip)
 
     def _record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
-        cal = self.cal
-        form = "shared" if cal.n_models == 1 else f"disjoint, {cal.n_models} per-arm blocks"
-        if self._gram_noise is None:
-            ledger.add_non_private(f"episodic ridge statistics ({form}), noise off")
-            return
-        ledger.add_gaussian(cal.sigma_G / cal.L**2, count, parallel=True,
-                            mechanism=f"episodic Gram matrix G~ ({form}; symmetric Gaussian sigma_G = "
-                                      f"{cal.sigma_G:.6g})",
-                            bound="docs/episodic-agents.md §3.1: whitened shift ||D||_F/(sqrt 2 sigma_G) "
-                                  "<= L^2/sigma_G")
-        ledger.add_gaussian(cal.sigma_b / (2.0 * cal.L * cal.B), count, parallel=True,
-                            mechanism=f"episodic moment vector b~ ({form}; Gaussian sigma_b = {cal.sigma_b:.6g})",
-                            bound="Gaussian mechanism, l2 sensitivity 2 L B")
+        self.cal.record_release_cost(ledger, count)
 
     @property
     def sensitivity_assumption(self) -> str:
         return self.cal.sensitivity_assumption
 
     def _report_note(self) -> str:
-        cal = self.cal
-        centred = f"rewards centred at c = {cal.centre:.6g}; " if cal.centre else ""
-        if cal.gram_pool:
-            centred += "Gram matrices pooled across arms (docs/episodic-agents.md §6.7); "
-        rule = f"action rule {cal.rule!r}" + (f" (width failure probability alpha = {cal.alpha:g})"
-                                              if cal.rule == "ucb" else "")
-        if cal.calibration == "none":
-            return f"Estimate: mode {cal.mode!r}, ridge {cal.ridge:g}; {centred}{rule}."
-        return (f"Calibration {cal.calibration!r}: gram_share w = {cal.gram_share:.4g} ({cal.gram_share_rule}), "
-                f"sigma_G = {cal.sigma_G:.6g}, sigma_b = {cal.sigma_b:.6g}; {centred}estimate mode {cal.mode!r} "
-                f"(post-processing of released arrays: each user is in one release either way), regulariser "
-                f"{cal.regulariser(1):.6g} for one release; {rule} (post-processing).")
+        return self.cal.report_note()
 
 
 class EpisodicRidge(PrivateAgent):
@@ -353,10 +359,8 @@ class EpisodicRidge(PrivateAgent):
         super().__init__(constants)
 
     def memory_estimate(self) -> int:
-        """The curator's peak, checked before anything is allocated: its chunk buffer (contexts, arms, rewards of
-        :data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users) and per model about ten (d+1) x (d+1) matrices (the
-        episode's sums, their noise, the combined statistics, V and its Cholesky factor, V^{-1} for a UCB width, the
-        Thompson factor; :mod:`~dpbandit.agents.floored_ridge`). It does not grow with T."""
+        """An upper bound of the curator's peak, checked before anything is allocated: its chunk buffer
+        (:data:`~dpbandit.agents.episode_sums.CHUNK_ROWS` users) and ten (d+1) x (d+1) matrices a model; not T."""
         rows, models = min(CHUNK_ROWS, self.schedule.max_length), self.cal.n_models
         return 8 * (2 * rows * (self.dim + 2) + 10 * models * (self.dim + 1) ** 2)
 
@@ -378,3 +382,13 @@ class EpisodicRidge(PrivateAgent):
         else:
             scores = ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared, X)
         return argmax_random_tie(scores, rng)
+
+    @staticmethod
+    def _greedy_scores(release: EpisodicRidgeRelease, X: np.ndarray) -> np.ndarray:
+        """The greedy rule's scores (:meth:`action_rule`) of clipped rows X (..., K, d): (..., K)."""
+        return ridge_scores(release.theta, release.v_inv, release.ucb_alpha, release.shared, X)
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The block's rounds (:mod:`~dpbandit.agents.episodic_blocks`): the arms, releases and draws of ``act`` /
+        ``update``; the UCB and Thompson rules round by round."""
+        return play_episodic_block(self, block, self._greedy_scores if self.cal.rule == "greedy" else None)

@@ -13,6 +13,7 @@ from dpbandit.agents.episodic import EpisodicBudget
 from dpbandit.agents.private import RewardClip, context_l2_bound, l2_bound_text, reward_clip_range
 from dpbandit.agents.release_combination import ReleaseCombination
 from dpbandit.envs.constants import BanditConstants
+from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.validation import check_real
 
 __all__ = ["EpisodicRidgeCalibration", "MODES", "ROW_CLIP_FACTOR", "UNBOUNDED_GRAM_SHARE", "clip_rows",
@@ -188,3 +189,33 @@ class EpisodicRidgeCalibration:
                 f"replace-one per episode: ||xx^T - x'x'^T||_F <= sqrt(2) L^2 (whitened L^2/sigma_G under symmetric "
                 f"noise, docs/episodic-agents.md §3.1), ||xy - x'y'||_2 <= 2 L B; a user moved between arms costs no "
                 "more")
+
+    def record_release_cost(self, ledger: PrivacyLedger, count: int) -> None:
+        """The per-release mechanisms (module docstring of :mod:`~dpbandit.agents.episodic_ridge`) as parallel
+        events of ``count`` releases, or one non-private event with the noise off."""
+        form = "shared" if self.n_models == 1 else f"disjoint, {self.n_models} per-arm blocks"
+        if self.sigma_G == 0:
+            ledger.add_non_private(f"episodic ridge statistics ({form}), noise off")
+            return
+        ledger.add_gaussian(self.sigma_G / self.L**2, count, parallel=True,
+                            mechanism=f"episodic Gram matrix G~ ({form}; symmetric Gaussian sigma_G = "
+                                      f"{self.sigma_G:.6g})",
+                            bound="docs/episodic-agents.md §3.1: whitened shift ||D||_F/(sqrt 2 sigma_G) "
+                                  "<= L^2/sigma_G")
+        ledger.add_gaussian(self.sigma_b / (2.0 * self.L * self.B), count, parallel=True,
+                            mechanism=f"episodic moment vector b~ ({form}; Gaussian sigma_b = {self.sigma_b:.6g})",
+                            bound="Gaussian mechanism, l2 sensitivity 2 L B")
+
+    def report_note(self) -> str:
+        """The privacy report's note on the calibration, the estimate and the rule."""
+        centred = f"rewards centred at c = {self.centre:.6g}; " if self.centre else ""
+        if self.gram_pool:
+            centred += "Gram matrices pooled across arms (docs/episodic-agents.md §6.7); "
+        rule = f"action rule {self.rule!r}" + (f" (width failure probability alpha = {self.alpha:g})"
+                                               if self.rule == "ucb" else "")
+        if self.calibration == "none":
+            return f"Estimate: mode {self.mode!r}, ridge {self.ridge:g}; {centred}{rule}."
+        return (f"Calibration {self.calibration!r}: gram_share w = {self.gram_share:.4g} ({self.gram_share_rule}), "
+                f"sigma_G = {self.sigma_G:.6g}, sigma_b = {self.sigma_b:.6g}; {centred}estimate mode {self.mode!r} "
+                f"(post-processing of released arrays: each user is in one release either way), regulariser "
+                f"{self.regulariser(1):.6g} for one release; {rule} (post-processing).")

@@ -47,6 +47,7 @@ import scipy.linalg
 from scipy.linalg import lapack
 
 from dpbandit.agents.release_rules import thompson_scale
+from dpbandit.mapped import mapped_zeros
 
 __all__ = ["FlooredRidge"]
 
@@ -56,52 +57,100 @@ class FlooredRidge:
     V where the floor is inactive, of V lifted to the floor where it acts.
 
     Args:
-        shape: (M, d, d) symmetric released (combined) Gram matrices.
+        shape: (M, d, d) symmetric released (combined) Gram matrices; or, with ``scales``, (K, d, d) matrices whose
+            sum's multiple ``scales[m] * shape.sum(axis=0)`` is model m's (the pooled shapes of
+            :func:`~dpbandit.agents.release_combination.pool_gram`, formed one model at a time, in place).
         lam: (M,) regularisers, each >= ``ridge``.
         ridge: the eigenvalue floor, > 0.
         psd: whether every ``shape[m]`` is positive semi-definite by construction (noise off); no floor test then.
         draws: whether :meth:`draw_factor` will be asked for (it keeps each V, M d^2 floats, until then).
+        scales: (M,) or None (module docstring's ``shape[m]`` is ``shape`` itself).
+        b: (M, d) or None: ``theta`` (M, d) = :meth:`solve` of it, computed model by model as V is factorised.
+        keep: False (with ``b``): no factor is kept past its model's solve (:meth:`inverse`, :meth:`solve` and
+            :meth:`draw_factor` are then refused).
+
+    Memory: per model its factor (d^2 floats, V's own array, factorised in place; one at a time without ``keep``)
+    and, with ``draws``, V; the lift's eigenvectors and their product while the floor acts.
     """
 
     def __init__(self, shape: np.ndarray, lam: np.ndarray, ridge: float, psd: bool = False,
-                 draws: bool = True) -> None:
+                 draws: bool = True, scales: np.ndarray | None = None, b: np.ndarray | None = None,
+                 keep: bool = True) -> None:
         M, d = shape.shape[0], shape.shape[-1]
         self.ridge, self.dim = float(ridge), d
+        if not keep and b is None:
+            raise ValueError("keep=False needs b: without factors only the solve of b is left")
+        self.kept = keep
+        self.theta = None if b is None else np.empty_like(b, dtype=float)
+        self._b = b
         #: per model: "scalar" (V = e I), "cholesky" (floor inactive), "lifted" (the floor acts: V lifted, then
         #: factorised) or "eigen" (the lifted V could not be factorised: the full eigendecomposition)
         self.kinds: list[str] = []
         self._parts: list[tuple] = []  # (e,), (L, V_floor) or (e floored, U)
         for m in range(M):
-            if not shape[m].any():  # V = lam I (nothing released yet): floored at ridge, no factorisation
-                self._add("scalar", max(float(lam[m]), self.ridge))
-                continue
-            V = shape[m].copy()
-            V.reshape(-1)[:: d + 1] += lam[m]  # S + lam I, the same floats as S + lam * eye(d)
-            kind = "cholesky" if psd or self._above_floor(V) else "lifted"
+            self._factorise(shape, scales, m, float(lam[m]), psd, draws)
+
+    def _factorise(self, shape: np.ndarray, scales: np.ndarray | None, m: int, lam: float, psd: bool,
+                   draws: bool) -> None:
+        """Model m's factor (module docstring), added by :meth:`_add`; its work arrays die with this call."""
+        d = self.dim
+        V = mapped_zeros((d, d), order="F")  # F-ordered: LAPACK works on it in place
+        if not self._form(V, shape, scales, m, None).any():  # V = lam I (nothing released yet): floored at ridge,
+            self._add("scalar", max(lam, self.ridge))  # no factorisation
+            return
+        V.flat[:: d + 1] += lam  # S + lam I, the same floats as S + lam * eye(d)
+        kind = "cholesky"
+        if not psd:  # the floor test works in V's array; V is formed again after it
+            kind = "cholesky" if self._above_floor(V) else "lifted"
+            self._form(V, shape, scales, m, lam)
+        if kind == "lifted":
+            self._lift(V)
+        kept = V.copy(order="F") if draws else None
+        L, info = lapack.dpotrf(V, lower=1, clean=1, overwrite_a=1)  # in place: L is V's array
+        if info == 0:
+            self._add(kind, L, kept)
+            return
+        if kept is None:  # (the failed factorisation overwrote V) V formed again, for the rare fallback
+            kept = self._form(V, shape, scales, m, lam)
             if kind == "lifted":
-                V = self._lift(V)
-            L, info = lapack.dpotrf(V, lower=1, clean=1)
-            if info == 0:
-                self._add(kind, L, V if draws else None)
-                continue
-            evals, evecs = np.linalg.eigh(V)  # ridge below V's rounding: the floor at full cost
-            self._add("eigen", np.maximum(evals, self.ridge), evecs)
+                self._lift(kept)
+        evals, evecs = np.linalg.eigh(kept)  # ridge below V's rounding: the floor at full cost
+        self._add("eigen", np.maximum(evals, self.ridge), evecs)
 
     def _add(self, kind: str, *part) -> None:
+        m = len(self.kinds)
         self.kinds.append(kind)
-        self._parts.append(part)
+        if self.theta is not None:
+            self.theta[m] = self._solve_one(kind, part, self._b[m], None)
+        self._parts.append(part if self.kept else ())
 
     def _above_floor(self, V: np.ndarray) -> bool:
-        """Whether ``V - ridge I`` is positive definite (its Cholesky factorisation succeeds)."""
-        A = V.copy()
-        A.reshape(-1)[:: self.dim + 1] -= self.ridge
-        return lapack.dpotrf(A.T, lower=1, clean=0, overwrite_a=1)[1] == 0  # A.T: the same matrix, F-ordered
+        """Whether ``V - ridge I`` is positive definite (its Cholesky factorisation succeeds), for V (d, d) symmetric
+        and F-ordered; V's array holds the test's work afterwards (one d x d matrix in memory instead of two)."""
+        V.flat[:: self.dim + 1] -= self.ridge
+        return lapack.dpotrf(V, lower=1, clean=0, overwrite_a=1)[1] == 0
 
-    def _lift(self, V: np.ndarray) -> np.ndarray:
-        """``V_floor = V + U_k diag(ridge - e_k) U_k^T`` over the k eigenpairs of V with ``e_k <= ridge`` (LAPACK
-        ``dsyevr`` on that range only: V's tridiagonal form and k eigenvectors, not all d)."""
-        e, U = scipy.linalg.eigh(V, subset_by_value=(-np.inf, self.ridge), driver="evr")
-        return V + (U * (self.ridge - e)) @ U.T
+    def _lift(self, V: np.ndarray) -> None:
+        """``V <- V_floor = V + U_k diag(ridge - e_k) U_k^T`` in place, over the k eigenpairs of V with
+        ``e_k <= ridge`` (LAPACK ``dsyevr`` on that range only: V's tridiagonal form and k eigenvectors, not all d)."""
+        work = mapped_zeros(V.shape, order="F")  # (LAPACK's copy, in a mapping of its own)
+        work[...] = V
+        e, U = scipy.linalg.eigh(work, subset_by_value=(-np.inf, self.ridge), driver="evr", overwrite_a=True)
+        V += np.matmul(U * (self.ridge - e), U.T, out=work.T)  # (work.T: C-ordered, as a new product's array)
+
+    @staticmethod
+    def _form(out: np.ndarray, shape: np.ndarray, scales: np.ndarray | None, m: int, lam: float | None) -> np.ndarray:
+        """``out`` (d, d) <- model m's matrix ``shape[m]`` or ``scales[m] * shape.sum(axis=0)`` (the same floats
+        as the pooled (K, d, d) array's: numpy sums an outer axis in index order, a test checks it), plus ``lam`` on
+        the diagonal unless None; returns ``out``."""
+        np.copyto(out, shape[m] if scales is None else shape[0])
+        if scales is not None:
+            for b in range(1, shape.shape[0]):
+                out += shape[b]
+            out *= scales[m]
+        if lam is not None:
+            out.flat[:: out.shape[0] + 1] += lam
+        return out
 
     @staticmethod
     def _eigen_inverse(evals: np.ndarray, evecs: np.ndarray) -> np.ndarray:
@@ -109,6 +158,7 @@ class FlooredRidge:
 
     def inverse(self) -> np.ndarray:
         """``V_floor^{-1}`` (M, d, d), symmetric."""
+        self._check_kept()
         out = []
         for kind, part in zip(self.kinds, self._parts):
             if kind == "scalar":
@@ -124,25 +174,34 @@ class FlooredRidge:
 
     def solve(self, b: np.ndarray, inverse: np.ndarray | None = None) -> np.ndarray:
         """``theta_hat = V_floor^{-1} b`` (M, d) for ``b`` (M, d); ``inverse`` (from :meth:`inverse`) is reused by
-        the eigendecomposition path when given."""
+        the eigendecomposition path when given (the same floats as without it)."""
+        self._check_kept()
         out = np.empty_like(b, dtype=float)
         for m, (kind, part) in enumerate(zip(self.kinds, self._parts)):
-            if kind == "scalar":
-                out[m] = b[m] * (1.0 / part[0])  # (I / e) b, as the product with a diagonal inverse computes it
-            elif kind == "eigen":
-                v_inv = inverse[m] if inverse is not None else self._eigen_inverse(*part)
-                out[m] = np.einsum("ij,j->i", v_inv, b[m])
-            else:
-                out[m], info = lapack.dpotrs(part[0], b[m], lower=1)
-                if info != 0:  # pragma: no cover - arguments are checked above
-                    raise np.linalg.LinAlgError(f"dpotrs failed (info = {info})")
+            out[m] = self._solve_one(kind, part, b[m], None if inverse is None else inverse[m])
         return out
+
+    def _solve_one(self, kind: str, part: tuple, b: np.ndarray, inverse: np.ndarray | None) -> np.ndarray:
+        """One model's ``V_floor^{-1} b`` (d,)."""
+        if kind == "scalar":
+            return b * (1.0 / part[0])  # (I / e) b, as the product with a diagonal inverse computes it
+        if kind == "eigen":
+            return np.einsum("ij,j->i", inverse if inverse is not None else self._eigen_inverse(*part), b)
+        theta, info = lapack.dpotrs(part[0], b, lower=1)
+        if info != 0:  # pragma: no cover - arguments are checked above
+            raise np.linalg.LinAlgError(f"dpotrs failed (info = {info})")
+        return theta
+
+    def _check_kept(self) -> None:
+        if not self.kept:
+            raise ValueError("this FlooredRidge kept no factors (keep=False): only its theta is known")
 
     def draw_factor(self, R: float, tau2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The Thompson draw's ``(basis (M, d, d), scale (M, d))`` with ``basis diag(scale^2) basis^T =
         R^2 V_floor^{-1} + tau2_m V_floor^{-2}`` (``tau2`` (M,)): ``V_floor^{-1} C`` and ones where V_floor is
         factorised (module docstring); eigenvectors and the per-direction sds where V = lam I or in the
         eigendecomposition fallback."""
+        self._check_kept()
         bases, scales = [], []
         for m, (kind, part) in enumerate(zip(self.kinds, self._parts)):
             if kind in ("cholesky", "lifted"):

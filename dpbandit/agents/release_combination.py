@@ -31,9 +31,10 @@ import math
 
 import numpy as np
 
+from dpbandit.mapped import mapped_zeros
 from dpbandit.validation import check_int, check_real
 
-__all__ = ["ReleaseCombination", "combination_weights", "noise_regulariser", "pool_gram"]
+__all__ = ["ReleaseCombination", "combination_weights", "noise_regulariser", "pool_gram", "pooled_shares"]
 
 
 def combination_weights(gram: np.ndarray, v_y: float, tau2: float) -> np.ndarray:
@@ -72,22 +73,32 @@ class ReleaseCombination:
         M, d = check_int("n_models", n_models, low=1), check_int("dim", dim, low=1)
         self.v_y = check_real("v_y", v_y, low=0.0, low_inclusive=False)
         self.tau2 = check_real("tau2", tau2, low=0.0)
-        self._gram, self._moment = np.zeros((M, d, d)), np.zeros((M, d))
+        self._gram, self._moment = mapped_zeros((M, d, d)), np.zeros((M, d))
         self._w_max, self._w_sq = np.zeros(M), np.zeros(M)
         self.n_releases = 0
 
     def add(self, gram: np.ndarray, moment: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Fold in one release (``gram`` (M, d, d), ``moment`` (M, d)) and return the combination of all so far:
         ``G_w`` (M, d, d), ``b_w`` (M, d) (weights normalised to max 1 per model) and ``||w||_2`` (M,)."""
+        self.fold(gram, moment)
+        return self.combined()
+
+    def fold(self, gram: np.ndarray, moment: np.ndarray) -> None:
+        """The first half of :meth:`add` (the release's arrays may then be dropped before :meth:`combined`)."""
         w = combination_weights(gram, self.v_y, self.tau2)
-        self._gram += w[:, None, None] * gram
+        product = mapped_zeros(gram.shape[1:])
+        for m, G in enumerate(gram):  # model by model: one (d, d) product at a time
+            self._gram[m] += np.multiply(w[m], G, out=product)
         self._moment += w[:, None] * moment
         self._w_max = np.maximum(self._w_max, w)
         self._w_sq += w * w
         self.n_releases += 1
-        scale = np.divide(1.0, self._w_max, out=np.zeros_like(w), where=self._w_max > 0)
-        return (self._gram * scale[:, None, None], self._moment * scale[:, None],
-                np.sqrt(self._w_sq) * scale)
+
+    def combined(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The combination of every release folded in so far (new arrays; :meth:`add`)."""
+        scale = np.divide(1.0, self._w_max, out=np.zeros_like(self._w_max), where=self._w_max > 0)
+        gram = np.multiply(self._gram, scale[:, None, None], out=mapped_zeros(self._gram.shape))
+        return gram, self._moment * scale[:, None], np.sqrt(self._w_sq) * scale
 
 
 def pool_gram(gram: np.ndarray, w_norm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -96,8 +107,16 @@ def pool_gram(gram: np.ndarray, w_norm: np.ndarray) -> tuple[np.ndarray, np.ndar
     ``t^ = max(tr, 0)``), and the noise scale of the result, ``||w|| c_a sqrt(K)`` per arm (the sum of K independent
     symmetric noises has sd ``sqrt(K)`` times one). Post-processing of released arrays; it assumes the arms' second
     moments share one shape, and trades that bias for a sqrt(K)-fold signal-to-noise ratio of the Gram matrix."""
+    c, w_norm = pooled_shares(gram, w_norm)
+    return c[:, None, None] * gram.sum(axis=0), w_norm
+
+
+def pooled_shares(gram: np.ndarray, w_norm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`pool_gram` without its matrices: ``(c (K,), the noise scale (K,))``, arm a's pooled matrix being
+    ``c[a] * sum_b G~_b`` (formed one arm at a time where memory counts:
+    :class:`~dpbandit.agents.floored_ridge.FlooredRidge` with ``scales``)."""
     K = gram.shape[0]
     traces = np.maximum(np.trace(gram, axis1=1, axis2=2), 0.0)
     total = traces.sum()
     c = traces / total if total > 0 else np.zeros(K)
-    return c[:, None, None] * gram.sum(axis=0), np.asarray(w_norm, dtype=float) * c * np.sqrt(K)
+    return c, np.asarray(w_norm, dtype=float) * c * np.sqrt(K)

@@ -2,8 +2,9 @@
 
 **Blocks** (:mod:`dpbandit.envs.blocks`). When the environment hands out blocks of rounds (``take_block``: the GLM
 bandits and the own-data tables; behind only Gymnasium's passive wrappers, :func:`block_source`) and the agent
-plays them (:func:`~dpbandit.agents.base.plays_blocks`: random, oracle, greedy, egreedy, LinUCB, DP-HDB, DP-UCB),
-each block is one call to the agent (compiled kernels for the learners), and the rewards and regrets of its rounds
+plays them (:func:`~dpbandit.agents.base.plays_blocks`: random, oracle, greedy, egreedy, LinUCB, DP-HDB, DP-UCB,
+episodic ridge, episodic GLM), each block is one call to the agent (compiled kernels for the learners, runs of rounds
+between releases for the episodic agents), and the rewards and regrets of its rounds
 are read from the block's arrays at once. :func:`play_blocks` is the one block loop, for a single seed
 (:func:`~dpbandit.experiment.runner.simulate`) and for a lockstep unit alike
 (:func:`~dpbandit.experiment.batch.simulate_batch`): a unit plays its seeds one after the other, each with its own

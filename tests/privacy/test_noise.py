@@ -406,3 +406,20 @@ def test_symmetric_noise_draws_are_the_textbook_construction_bit_for_bit(sigma, 
     expected[..., cols, rows] = values
     got = SymmetricGaussianNoise(sigma).sample(np.random.default_rng(3), shape)
     assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 5), (2, 7, 7), (3, 2, 4, 4), (2, 300, 300)])
+def test_symmetric_noise_added_in_place_is_the_sample_added(shape):
+    """``add_sample`` (the episodic releases' Gram noise, without a whole sample in memory) takes the same draws as
+    ``sample`` and adds them entry by entry: ``target + sample`` bit for bit, the stream left in the same state."""
+    noise = SymmetricGaussianNoise(3.7)
+    target = np.random.default_rng(1).standard_normal(shape)
+    expected_rng, rng = np.random.default_rng(5), np.random.default_rng(5)
+    expected = target + noise.sample(expected_rng, shape)
+    noise.add_sample(rng, target)
+    assert target.tobytes() == expected.tobytes()
+    assert rng.bit_generator.state == expected_rng.bit_generator.state
+    with pytest.raises(ValueError, match="square"):
+        noise.add_sample(rng, np.zeros((2, 3)))
+    with pytest.raises(TypeError, match="float64"):
+        noise.add_sample(rng, np.zeros((2, 2), dtype=np.float32))
