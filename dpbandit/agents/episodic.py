@@ -235,6 +235,10 @@ class EpisodicCurator(Curator):
             for c in curators:
                 c._absorb_chunk()
 
+    #: Whether the previous release is dropped before ``_publish`` computes the next (False for a curator whose next
+    #: release starts from the previous one: FLIPHAT's noise-off warm start).
+    drops_release = True
+
     def rounds_to_event(self) -> int:
         """Users until the next absorbed chunk or release (>= 1): :meth:`observe_rows` takes at most this many."""
         return min(self._next_end - self._t, len(self._arms) - self._n)
@@ -336,7 +340,8 @@ class EpisodicCurator(Curator):
         self._wipe()
 
     def _end_episode(self) -> None:
-        self._release = None  # (the previous release's arrays need not stay in memory while the next is computed)
+        if self.drops_release:  # the previous release's arrays need not stay in memory while the next is computed
+            self._release = None
         self._release = self._publish(*self._buffered())
         self.n_releases += 1
         self._episode += 1

@@ -113,6 +113,8 @@ class FLIPHATCurator(EpisodicCurator):
     in memory.
     """
 
+    drops_release = False  # the noise-off fit is warm-started at the previous release
+
     def __init__(self, agent: FLIPHAT, rng: np.random.Generator):
         self._agent, self._rng = agent, rng
         c = agent.constants
