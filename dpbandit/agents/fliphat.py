@@ -59,7 +59,8 @@ from dpbandit.agents.fliphat_noise_off import KeptUsers, kept_users_note, noise_
 from dpbandit.agents.private import PrivateAgent, RewardClip, require_finite_theta_bound, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
-from dpbandit.optim.niht import LINKS, NIHTConfig, mean_at_zero, niht_gradient, published_peeling_scale
+from dpbandit.optim.niht import (LINKS, NIHTConfig, iht_steps, mean_at_zero, niht_gradient,
+                                published_peeling_scale)
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.peeling import SELECTIONS, peeling_scale
 from dpbandit.validation import check_choice, check_int, check_real
@@ -161,7 +162,7 @@ class FLIPHATCurator(EpisodicCurator):
         if self._kept is None:
             return self._fit(gradient, n_tilde)
         a, start = self._agent, self._release.theta.reshape(self._n_models, -1)[model]  # warm start (noise off)
-        return niht_gradient(gradient, a.dim, n_tilde, a.niht_config, math.inf, self._rng, start=start).theta
+        return iht_steps(gradient, start, n_tilde, a.niht_config)  # niht_gradient's noise-off fit, checks once
 
     def _fit(self, gradient, n_tilde: float) -> np.ndarray:
         a = self._agent

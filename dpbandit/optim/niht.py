@@ -47,7 +47,7 @@ from dpbandit.optim.projections import project_l1_ball
 from dpbandit.privacy.peeling import SELECTIONS, gumbel_top_s, laplace_peeling, peeling_scale
 from dpbandit.validation import check_choice, check_delta, check_epsilon, check_generator, check_int, check_real
 
-__all__ = ["LINKS", "NIHTConfig", "NIHTFit", "gradient_bound", "mean_at_zero", "niht", "niht_gradient",
+__all__ = ["LINKS", "NIHTConfig", "NIHTFit", "gradient_bound", "iht_steps", "mean_at_zero", "niht", "niht_gradient",
            "published_peeling_scale", "rows_gradient"]
 
 #: Links with a GLM loss here (mean functions: identity, logistic sigmoid).
@@ -174,9 +174,7 @@ def niht_gradient(gradient: Callable[[np.ndarray], np.ndarray], dim: int, n_tild
         v = theta - (c.step / n_tilde) * gradient(theta)
         sens[m] = c.sensitivity(n_tilde, float(np.abs(theta).sum()) if c.iterate_sensitivity else None)
         if math.isinf(rho):
-            u = np.zeros(d)
-            keep = np.argpartition(-np.abs(v), s - 1)[:s]
-            u[keep] = v[keep]
+            u = _top_s(v, s)
         else:
             scales[m] = scale_factor * peeling_scale(sens[m], s, rho, c.selection, repeats=c.iterations)
             peel = laplace_peeling if c.selection == "laplace" else gumbel_top_s
@@ -184,6 +182,27 @@ def niht_gradient(gradient: Callable[[np.ndarray], np.ndarray], dim: int, n_tild
         theta = project_l1_ball(u, c.radius)
     theta.setflags(write=False)
     return NIHTFit(theta, sens, scales)
+
+
+def iht_steps(gradient: Callable[[np.ndarray], np.ndarray], start: np.ndarray, n_tilde: float,
+              config: NIHTConfig) -> np.ndarray:
+    """The noise-off fit of :func:`niht_gradient` (``rho = inf``) from ``start`` (d,), returned read-only: the same
+    operations and bits, without the per-call checks and sensitivity bookkeeping (a caller that fits after every user
+    checks its inputs once: noise-off FLIPHAT, :mod:`dpbandit.agents.fliphat_noise_off`)."""
+    c, theta = config, np.array(start, dtype=float)
+    s = min(c.sparsity, theta.shape[0])
+    for _ in range(c.iterations):
+        theta = project_l1_ball(_top_s(theta - (c.step / n_tilde) * gradient(theta), s), c.radius)
+    theta.setflags(write=False)
+    return theta
+
+
+def _top_s(v: np.ndarray, s: int) -> np.ndarray:
+    """v with all but its s largest |v_j| set to 0 (exact selection: the noise-off peeling)."""
+    u = np.zeros(v.shape[0])
+    keep = np.argpartition(-np.abs(v), s - 1)[:s]
+    u[keep] = v[keep]
+    return u
 
 
 def _check_start(start, d: int, radius: float) -> np.ndarray:

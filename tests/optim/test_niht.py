@@ -148,3 +148,19 @@ def test_a_public_start_iterate_is_used_and_checked():
         niht(X, y, 2.0, c, math.inf, stream(0, "privacy"), start=np.array([1.0, 0.5]))
     with pytest.raises(ValueError, match=r"start must be a finite vector of shape \(2,\)"):
         niht(X, y, 2.0, c, math.inf, stream(0, "privacy"), start=np.zeros(3))
+
+
+@pytest.mark.parametrize("link", ["identity", "logistic"])
+def test_iht_steps_is_the_noise_off_fit_bit_for_bit(link):
+    """iht_steps (noise-off FLIPHAT's per-user fit) returns niht_gradient's rho = inf fit, the same bits, read-only."""
+    from dpbandit.optim.niht import iht_steps, niht_gradient, rows_gradient
+
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-1, 1, (80, 12))
+    y = (X[:, :3].sum(axis=1) > 0).astype(float) if link == "logistic" else X[:, :3].sum(axis=1)
+    c = NIHTConfig(sparsity=3, step=0.7, iterations=4, radius=3.0, x_max=1.0, reward_low=-3.0, reward_high=3.0,
+                   link=link)
+    gradient, start = rows_gradient(X, y, link), np.r_[0.5, -0.25, np.zeros(10)]
+    fast = iht_steps(gradient, start, 80, c)
+    np.testing.assert_array_equal(fast, niht_gradient(gradient, 12, 80, c, math.inf, rng, start=start).theta)
+    assert not fast.flags.writeable and np.count_nonzero(fast) <= 3
