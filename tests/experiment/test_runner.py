@@ -248,11 +248,11 @@ def test_batch_mode_is_validated_and_not_part_of_the_experiment(tmp_path):
     assert _config(batch="off").config_hash() == _config().config_hash()
 
 
-def test_a_killed_batched_run_keeps_finished_units_and_resumes_to_the_same_table(tmp_path, monkeypatch):
+def _killed_in_second_unit(config, tmp_path, monkeypatch) -> list:
+    """Run ``config`` into ``tmp_path`` killed (KeyboardInterrupt) while its second lockstep unit runs; the seeds of
+    each unit started (the batch module's runner is restored after the kill)."""
     from dpbandit.experiment import batch
 
-    config = _config(agents=(AgentSpec("linucb"),), seeds=40, name="k")  # units of 16, 16, 8 seeds
-    reference = run_experiment(config.replace(batch="off"), progress=False).results
     real, calls = batch.simulate_batch_agents, []
 
     def dying(*args, **kwargs):
@@ -264,8 +264,16 @@ def test_a_killed_batched_run_keeps_finished_units_and_resumes_to_the_same_table
     monkeypatch.setattr(batch, "simulate_batch_agents", dying)
     with pytest.raises(KeyboardInterrupt):
         run_experiment(config, out=tmp_path, progress=False)
-    assert len(list((tmp_path / "k" / "jobs").glob("*.json"))) == 16  # the first unit's seeds are kept
     monkeypatch.setattr(batch, "simulate_batch_agents", real)
+    return calls
+
+
+def test_a_killed_batched_run_keeps_finished_units_and_resumes_to_the_same_table(tmp_path, monkeypatch):
+
+    config = _config(agents=(AgentSpec("linucb"),), seeds=40, name="k")  # units of 16, 16, 8 seeds
+    reference = run_experiment(config.replace(batch="off"), progress=False).results
+    _killed_in_second_unit(config, tmp_path, monkeypatch)
+    assert len(list((tmp_path / "k" / "jobs").glob("*.json"))) == 16  # the first unit's seeds are kept
     resumed = run_experiment(config, out=tmp_path, progress=False)
     assert resumed.resumed_jobs == 16
     pd.testing.assert_frame_equal(resumed.results, reference, check_exact=True)
@@ -274,25 +282,13 @@ def test_a_killed_batched_run_keeps_finished_units_and_resumes_to_the_same_table
 def test_dp_hdb_seeds_are_the_same_alone_in_lockstep_in_parallel_and_resumed(tmp_path, monkeypatch):
     """DP-HDB's block path: every seed's rows are the same with batch off (one job per seed), in lockstep units of
     16 + 4 seeds, with two worker processes, and after a run killed in its second unit is resumed."""
-    from dpbandit.experiment import batch
 
     config = _config(agents=(AgentSpec("dp_hdb", params={"epsilon": 2.0}),), seeds=20, name="h")
     reference = run_experiment(config.replace(batch="off"), progress=False).results
     pd.testing.assert_frame_equal(run_experiment(config.replace(n_jobs=2), progress=False).results, reference,
                                   check_exact=True)
-    real, calls = batch.simulate_batch_agents, []
-
-    def dying(*args, **kwargs):
-        calls.append(args[2])
-        if len(calls) == 2:
-            raise KeyboardInterrupt  # killed while the second unit runs
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(batch, "simulate_batch_agents", dying)
-    with pytest.raises(KeyboardInterrupt):
-        run_experiment(config, out=tmp_path, progress=False)
+    calls = _killed_in_second_unit(config, tmp_path, monkeypatch)
     assert [len(c) for c in calls] == [16, 4]
-    monkeypatch.setattr(batch, "simulate_batch_agents", real)
     resumed = run_experiment(config, out=tmp_path, progress=False)
     assert resumed.resumed_jobs == 16
     pd.testing.assert_frame_equal(resumed.results, reference, check_exact=True)
