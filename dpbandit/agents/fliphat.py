@@ -1,7 +1,8 @@
 """FLIPHAT: the episodic private sparse bandit of Chakraborty, Roy, Basu (2024, arXiv:2405.14038)
 (``spec/episodic-private-agents.md`` §1-2; user guide ``docs/episodic-agents.md``).
 
-A :class:`~dpbandit.agents.private.PrivateAgent` on the episodic skeleton (:mod:`dpbandit.agents.episodic`):
+A :class:`~dpbandit.agents.private.PrivateAgent` on the episodic skeleton (:mod:`dpbandit.agents.episodic`; its release,
+scores and radius C in :mod:`dpbandit.agents.fliphat_release`):
 
 * **Curator** (:class:`FLIPHATCurator`): doubling episodes with forgetting. At the end of each episode it fits N-IHT
   (:func:`~dpbandit.optim.niht.niht`: gradient step, private peeling to s coordinates, l1 projection on radius C)
@@ -47,7 +48,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -55,8 +55,9 @@ from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_rows import EpisodeRows, check_disk
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator
+from dpbandit.agents.fliphat_release import FLIPHATRelease, default_radius, greedy_scores
 from dpbandit.agents.fliphat_noise_off import KeptUsers, kept_users_note, noise_off_schedule, resolve_forget
-from dpbandit.agents.private import PrivateAgent, RewardClip, require_finite_theta_bound, reward_clip_range
+from dpbandit.agents.private import PrivateAgent, RewardClip, reward_clip_range
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
 from dpbandit.optim.niht import (LINKS, NIHTConfig, iht_steps, mean_at_zero, niht_gradient,
@@ -66,38 +67,6 @@ from dpbandit.privacy.peeling import SELECTIONS, peeling_scale
 from dpbandit.validation import check_choice, check_int, check_real
 
 __all__ = ["FLIPHAT", "FLIPHATCurator", "FLIPHATRelease", "default_radius", "greedy_scores"]
-
-
-def default_radius(constants: BanditConstants) -> float:
-    """C: the public l1 bound on theta implied by the environment's constants (``theta_bound`` for an l1 bound;
-    ``sqrt(s)`` or ``s`` times it for l2 / l_inf bounds on s-sparse vectors). Never the realised parameter. An
-    infinite ``theta_bound`` (own-data and replay environments, unless stated) is refused in one line naming
-    ``theta_bound`` and FLIPHAT's ``radius``: the l1 projection needs a bounded ball."""
-    bound = require_finite_theta_bound(constants, "fliphat", "the l1 projection radius C of N-IHT", "radius=C")
-    factor = {"l1": 1.0, "l2": math.sqrt(constants.sparsity), "linf": float(constants.sparsity)}[constants.theta_norm]
-    return bound * factor
-
-
-def greedy_scores(theta: np.ndarray, observation: np.ndarray) -> np.ndarray:
-    """The scores of the action rule, ``x_a^T theta_a`` (disjoint: ``theta`` (..., K, d)) or ``x_a^T theta``
-    (shared: ``theta`` (..., d)), for ``observation`` (..., K, d) -> (..., K). Leading axes (seeds, in the batched
-    form :mod:`dpbandit.agents.batched.episodic`) are independent: each row's result is bit for bit the single one."""
-    if theta.ndim == observation.ndim:
-        return np.einsum("...kd,...kd->...k", observation, theta)
-    if theta.ndim == 1:
-        return observation @ theta  # one seed: its matrix-vector product (what the stacked matmul runs per seed)
-    return np.matmul(observation, theta[..., None])[..., 0]
-
-
-@dataclass(frozen=True)
-class FLIPHATRelease:
-    """What the curator publishes: ``theta`` (K, d) for the disjoint structure or (d,) for the shared one
-    (read-only), the noisy per-arm counts ``counts`` (K,) the disjoint fits were normalised by (read-only; ``None``
-    for the shared structure, whose normaliser is the public episode length), and the number of releases so far."""
-
-    theta: np.ndarray
-    counts: np.ndarray | None
-    releases: int
 
 
 class FLIPHATCurator(EpisodicCurator):
