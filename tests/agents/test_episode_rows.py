@@ -90,11 +90,14 @@ def test_logistic_fliphat_with_m_iterations_releases_the_fit_on_the_episodes_row
 def test_the_memory_estimate_does_not_grow_with_t_and_the_disk_is_checked_before_any_work(monkeypatch):
     """T = 1e7, d = 1000: memory estimate a few MB (as at T = 1e4), temporary rows ~34 GB stated; a folder without
     that much free space refuses the agent in one line naming the folder and both sizes."""
+    Usage = type(shutil.disk_usage("/"))
+    free = {"bytes": 10**14}  # independent of this machine's free space
+    monkeypatch.setattr(episode_rows.shutil, "disk_usage", lambda path: Usage(10**15, 10**15 - free["bytes"],
+                                                                             free["bytes"]))
     short, long = (FLIPHAT(_logistic_env(T, d=1000).unwrapped.constants, iterations=2) for T in (10**4, 10**7))
     assert short.memory_estimate() == long.memory_estimate() < 40 * 2**20
     assert long.disk_estimate() == 8 * long.schedule.max_length * 1001 > 33e9  # 4,194,304 users x 1,001 floats
-    Usage = type(shutil.disk_usage("/"))
-    monkeypatch.setattr(episode_rows.shutil, "disk_usage", lambda path: Usage(10**12, 10**12 - 10**9, 10**9))
+    free["bytes"] = 10**9
     with pytest.raises(ValueError, match=r"agent 'fliphat' .*logistic link, M=2.* about 33.6 GB of temporary rows to .*"
                                          r"1 GB free; set TMPDIR"):
         FLIPHAT(_logistic_env(10**7, d=1000).unwrapped.constants, iterations=2)

@@ -249,6 +249,8 @@ def test_episodic_agents_memory_does_not_grow_with_the_horizon_and_row_buffers_a
     from dpbandit.envs import GLMBanditEnv
 
     monkeypatch.setattr(validation, "physical_memory", lambda: 24 * 2**30)
+    free = SimpleNamespace(free=2**50)  # independent of this machine's free space (34 GB are asked for below)
+    monkeypatch.setattr("dpbandit.agents.episode_rows.shutil.disk_usage", lambda path: free)
 
     def env(T, d=1000, link="identity"):
         return GLMBanditEnv(n_arms=2, dim=d, horizon=T, structure="shared", theta="sparse", sparsity=5, link=link)
@@ -259,7 +261,7 @@ def test_episodic_agents_memory_does_not_grow_with_the_horizon_and_row_buffers_a
         short, long = (make_agent(name, env(T, link=link), **params).memory_estimate() for T in (10**4, 10**7))
         assert short == long, (name, link, params)
         assert long < (40 if name == "fliphat" and not params else 200) * 2**20, (name, long)
-    monkeypatch.setattr("dpbandit.agents.episode_rows.shutil.disk_usage", lambda path: SimpleNamespace(free=2**36))
+    free.free = 2**36
     with pytest.raises(ValueError, match="agent 'fliphat'.*336 GB of temporary rows"):
         make_agent("fliphat", env(10**7, 10_000, "logistic"), iterations=2)
     rows = make_agent("fliphat", env(1000, 10, "logistic"), iterations=2)

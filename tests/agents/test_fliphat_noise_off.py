@@ -108,10 +108,13 @@ def test_memory_does_not_grow_with_t_and_logistic_rows_are_checked_up_front(monk
         models = 3 if structure == "disjoint" else 1
         assert short.memory_estimate() == long.memory_estimate() < 8 * (models * 201 * 200 + 5000)
         assert long.disk_estimate() == 0
+    Usage = type(shutil.disk_usage("/"))
+    free = {"bytes": 10**14}  # the test must not depend on this machine's free space (80 GB are asked for below)
+    monkeypatch.setattr(episode_rows.shutil, "disk_usage", lambda path: Usage(10**15, 10**15 - free["bytes"],
+                                                                             free["bytes"]))
     logistic = FLIPHAT(_env(10**7, link="logistic", d=1000).unwrapped.constants, epsilon=math.inf)
     assert logistic.disk_estimate() == 8 * 10**7 * 1001 == KeptUsers.disk_bytes(10**7, 1000, "logistic")
-    Usage = type(shutil.disk_usage("/"))
-    monkeypatch.setattr(episode_rows.shutil, "disk_usage", lambda path: Usage(10**12, 10**12 - 10**9, 10**9))
+    free["bytes"] = 10**9
     with pytest.raises(ValueError, match=r"agent 'fliphat' .*logistic link.* about 80.1 GB of temporary rows .*1 GB "
                                          r"free; set TMPDIR to a larger folder, or reduce dim or horizon$"):
         FLIPHAT(_env(10**7, link="logistic", d=1000).unwrapped.constants, epsilon=math.inf)
