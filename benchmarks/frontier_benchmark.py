@@ -17,10 +17,13 @@ loop (no division by the workers), and the ratio is the frontier's total work ov
 
 Issue 25's target for T = 10^6: every private agent other than DP-UCB at most half of its share of the job-seconds
 at the issue's filing (commit 239094a, T = 10^5). ``share_of_job_seconds`` gives each agent's share (references
-included) on both clocks; ``issue_25`` compares the private agents' shares with those measured at 239094a (wall
-time at its top level, CPU time, the verdict, under its ``"cpu"``), read *after the sweep* from ``--baseline`` (default ``frontier_baseline_239094a.json`` beside this script,
-made by this script run with ``--horizon 100000`` on that commit with the runner's per-job CPU time backported, see
-its ``"note"``: DP-UCB 66 % of the CPU job-seconds, DP-HDB 21.6 %, episodic ridge 5.9 %, FLIPHAT 4.9 %).
+included) on both clocks; ``issue_25`` compares the private agents' shares with those of ``--baseline`` (default
+``frontier_baseline_239094a.json`` beside this script, made by this script run with ``--horizon 100000`` on that
+commit with the runner's per-job CPU time backported, see its ``"note"``: DP-UCB 66 % of the CPU job-seconds,
+DP-HDB 21.6 %, episodic ridge 5.9 %, FLIPHAT 4.9 %), read *after the sweep*: wall time at its top level, CPU time
+and the verdict under its ``"cpu"``. A share also rises when the other agents get cheaper, so
+``issue_25.cost_over_baseline`` gives what it cannot: each agent's own CPU per round, in units of the in-run
+environment loop's, over the same figure of the baseline.
 
     python benchmarks/frontier_benchmark.py [--seeds 10] [--horizon 100000] [--n-jobs 2] [--batch auto|off]
                                             [--baseline PATH] [--out DIR]
@@ -99,7 +102,9 @@ def main() -> None:
         "share_of_job_seconds": shares["wall"],
         "cpu": {**cpu, "job_seconds_by_agent": by_agent["cpu"].round(1).to_dict(),
                 "share_of_job_seconds": shares["cpu"]},
-        "issue_25": half_shares(shares, fc.agents, args.baseline),
+        "issue_25": {**half_shares(shares, fc.agents, args.baseline),
+                     "cost_over_baseline": cost_over_baseline(by_agent["cpu"], cpu["env_loop_us_per_round"],
+                                                              args.horizon, args.baseline)},
         "machine": machine(load),
     })
 
@@ -136,6 +141,25 @@ def half_shares(shares: dict[str, dict[str, float]], agents: tuple[str, ...], ba
     out.update(verdicts.get("wall", {}))  # the wall clock's verdict here, the CPU clock's (the verdict) under "cpu"
     out["cpu"] = verdicts.get("cpu", {})
     return out
+
+
+def cost_over_baseline(cpu_by_agent: pd.Series, env_loop_us: float, horizon: int, baseline: Path) -> dict:
+    """Each agent's own work against ``baseline``'s, a figure the other agents' costs do not move (a share does): its
+    CPU job-seconds per round in units of the in-run environment loop's CPU per round, divided by the same figure of
+    the baseline (same workload per round; the horizons may differ)."""
+    if not baseline.is_file():
+        return {}
+    before = json.loads(baseline.read_text())
+    then = before.get("cpu", {}).get("job_seconds_by_agent", {})
+    then_loop, then_horizon = before.get("cpu", {}).get("env_loop_us_per_round"), before["workload"]["horizon"]
+    if not then or not then_loop:
+        return {}
+
+    def in_loops(seconds: float, loop_us: float, rounds: int) -> float:
+        return 1e6 * seconds / rounds / loop_us
+
+    return {a: round(in_loops(s, env_loop_us, horizon) / in_loops(then[a], then_loop, then_horizon), 3)
+            for a, s in cpu_by_agent.items() if then.get(a)}
 
 
 def figures(seconds: float, env_loop: float, floor_loops: float, horizon: int) -> dict:
