@@ -198,9 +198,12 @@ def iht_steps(gradient: Callable[[np.ndarray], np.ndarray], start: np.ndarray, n
 
 
 def _top_s(v: np.ndarray, s: int) -> np.ndarray:
-    """v with all but its s largest |v_j| set to 0 (exact selection: the noise-off peeling)."""
+    """v with all but its s largest |v_j| set to 0 (exact selection: the noise-off peeling); of equal magnitudes the
+    lowest indices are kept. A stable sort makes that choice on every machine: ``np.argpartition`` breaks ties by
+    the CPU's SIMD level (it picked other coordinates with AVX-512 disabled), and clipped or discrete contexts make
+    ties common (the first user's gradient ``x y`` ties wherever x is clipped)."""
     u = np.zeros(v.shape[0])
-    keep = np.argpartition(-np.abs(v), s - 1)[:s]
+    keep = np.argsort(-np.abs(v), kind="stable")[:s]
     u[keep] = v[keep]
     return u
 
