@@ -225,6 +225,23 @@ def test_a_plugin_agent_is_scored_against_the_shipped_reference(tmp_path):
     assert "reference" in manifest and result.scorecard.read_text().count("reference (dpbandit") > 0
 
 
+def test_a_plugin_agent_is_scored_against_the_shipped_full_reference(tmp_path):
+    """The full size as the quick one: only the plugin runs (2 seeds of the cheapest scenario here), its finals equal
+    the full reference's episodic_ridge rows seed by seed, random play comes from the reference."""
+    if refs.load_reference("full") is None:
+        pytest.skip("no full reference is shipped")
+    mine = "tests.experiment.bench_agent:Mine"
+    bc = BenchConfig(size="full", agents=(mine,), scenarios=("han-figure-5.1",), epsilons=(1.0,), seeds=2, n_jobs=1)
+    f = run_bench(bc, out=tmp_path, progress=False).finals
+    for eps in (1.0, math.inf):
+        g = f[f["epsilon"] == eps]
+        ours = g[g["stem"] == mine].set_index("seed")["cumulative_regret"]
+        theirs = g[g["stem"] == "episodic_ridge"].set_index("seed")["cumulative_regret"]
+        assert list(ours.index) == [0, 1] and ours.equals(theirs.loc[ours.index]), refs.COMMAND.format(size="full")
+    assert set(f.loc[f["source"] == "this run", "stem"]) == {mine}
+    assert f.loc[f["stem"] == "random", "source"].str.startswith("reference (dpbandit").all()
+
+
 def test_more_seeds_than_the_reference_are_refused(tmp_path):
     bc = BenchConfig(size="quick", agents=("tests.experiment.bench_agent:Mine",), scenarios=("digits",),
                      seeds=99, n_jobs=1)
@@ -273,26 +290,30 @@ def test_an_agent_without_epsilon_runs_once_at_its_own_budget():
     assert row["verdict_random"].startswith(f"{fixed} ") and np.isfinite(row["ratio_random"])
 
 
-@pytest.mark.parametrize("scenario", ["dense-shared-linear", "diabetes"])  # shared and disjoint
-def test_the_shipped_reference_reproduces(scenario):
-    """Every agent of the quick reference, rerun now on seed 0 at the first epsilon of the grid: the same final
-    regret, bit for bit. Fails when an agent's results changed without a version bump: regenerate the reference."""
+@pytest.mark.parametrize("size, scenario", [("quick", "dense-shared-linear"), ("quick", "diabetes"),  # shared, disjoint
+                                            ("full", "han-figure-5.1")])  # the full size's cheapest (T = 1e4)
+def test_the_shipped_reference_reproduces(size, scenario):
+    """Every agent of the reference, rerun now on seed 0 at the first epsilon of the grid: the same final regret,
+    bit for bit. Fails when an agent's results changed without a version bump: regenerate the reference."""
     from dpbandit.agents import make_agent
     from dpbandit.experiment.runner import simulate
 
-    ref = refs.load_reference("quick")
+    ref = refs.load_reference(size)
+    if ref is None and size == "full":
+        pytest.skip("no full reference is shipped")
     sc = bench.load_scenario(scenario)
-    eps = sc.sizes["quick"].epsilons[0]
+    eps = sc.sizes[size].epsilons[0]
     f = ref.finals[(ref.finals["scenario"] == scenario) & (ref.finals["seed"] == 0)]
+    assert len(f) > 0
     stale = []
     for stem in dict.fromkeys(f["stem"]):
         label, params = ("random", {}) if stem == "random" else (bench.agent_label(stem, eps), {"epsilon": eps})
-        env = _env(scenario, "quick")
+        env = _env(scenario, size)
         frame = simulate(env, make_agent(stem, env, **sc.agent_params.get(stem, {}), **params), 0)
         expected = f.loc[f["agent"] == label, "cumulative_regret"].iloc[0]
         if frame["cumulative_regret"].iloc[-1] != expected:
             stale.append(f"{label}: {frame['cumulative_regret'].iloc[-1]!r} != {expected!r}")
-    assert not stale, f"the shipped quick reference is stale ({'; '.join(stale)}): " + refs.COMMAND.format(size="quick")
+    assert not stale, f"the shipped {size} reference is stale ({'; '.join(stale)}): " + refs.COMMAND.format(size=size)
 
 
 def test_the_audit_streams_past_each_agents_first_release(monkeypatch):
