@@ -342,11 +342,16 @@ class EpisodicCurator(Curator):
     def _end_episode(self) -> None:
         if self.drops_release:  # the previous release's arrays need not stay in memory while the next is computed
             self._release = None
-        self._release = self._publish(*self._buffered())
+        self._published(self._publish(*self._buffered()))
+        self._wipe()  # forget: the episode's users have entered their one release
+
+    def _published(self, release: Any) -> None:
+        """Hold ``release``, the current episode's (numbered ``n_releases + 1`` when it was computed), and start the
+        next episode."""
+        self._release = release
         self.n_releases += 1
         self._episode += 1
         self._next_end = self.schedule.end(self._episode)
-        self._wipe()  # forget: the episode's users have entered their one release
 
     def release(self) -> Any:
         return self._release

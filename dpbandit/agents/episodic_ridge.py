@@ -225,10 +225,7 @@ class EpisodicRidgeCurator(EpisodicCurator):
         sherman_morrison(self._ridge.W[m], self._ridge._b[m], x, float(y - cal.centre if cal.centre else y))
         self._ridge.counts[m] += 1
         self._t += 1
-        self.n_releases += 1
-        self._episode += 1
-        self._next_end = self.schedule.end(self._episode)
-        self._release = self._ridge_release()
+        self._published(self._ridge_release())
 
     def _ridge_release(self) -> EpisodicRidgeRelease:
         """Noise off, every user kept: the ridge estimate on every user so far, from the Sherman-Morrison state

@@ -55,13 +55,14 @@ from dpbandit.agents.baselines import argmax_random_tie
 from dpbandit.agents.episode_rows import EpisodeRows, check_disk
 from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator
-from dpbandit.agents.fliphat_release import FLIPHATRelease, default_radius, greedy_scores
+from dpbandit.agents.episodic_blocks import play_episodic_block
+from dpbandit.agents.fliphat_release import FLIPHATRelease, block_scores, default_radius, greedy_scores
 from dpbandit.agents.fliphat_noise_off import KeptUsers, kept_users_note, noise_off_schedule, resolve_forget
 from dpbandit.agents.private import PrivateAgent, RewardClip, reward_clip_range
+from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
 from dpbandit.optim.gg_calibration import PublishedSettingWarning
-from dpbandit.optim.niht import (LINKS, NIHTConfig, iht_steps, mean_at_zero, niht_gradient,
-                                published_peeling_scale)
+from dpbandit.optim.niht import LINKS, NIHTConfig, mean_at_zero, niht_gradient, published_peeling_scale
 from dpbandit.privacy.ledger import PrivacyLedger
 from dpbandit.privacy.peeling import SELECTIONS, peeling_scale
 from dpbandit.validation import check_choice, check_int, check_real
@@ -127,11 +128,27 @@ class FLIPHATCurator(EpisodicCurator):
             return np.clip(y, -R, R)
         return y
 
-    def _fit_model(self, gradient, n_tilde: float, model: int) -> np.ndarray:
-        if self._kept is None:
-            return self._fit(gradient, n_tilde)
-        a, start = self._agent, self._release.theta.reshape(self._n_models, -1)[model]  # warm start (noise off)
-        return iht_steps(gradient, start, n_tilde, a.niht_config)  # niht_gradient's noise-off fit, checks once
+    @property
+    def keeps_users_one_by_one(self) -> bool:
+        """Noise off, identity link, a release after every user (its default schedule): :meth:`observe_kept` may
+        serve (:mod:`dpbandit.agents.episodic_blocks`)."""
+        return self._kept is not None and self._kept.link == "identity" and self.schedule.max_length == 1
+
+    def observe_kept(self, x: np.ndarray, arm: int, reward: float) -> None:
+        """:meth:`observe` of a user whose row x (d,) and reward passed its checks (``observe_rows``'), when
+        :attr:`keeps_users_one_by_one`: the same clips, sums and refit, without the buffer."""
+        y, c = self.clip.clip(reward), self._agent.niht_config  # then _fit_rewards' np.clip, on one float
+        y = y if c.reward_low <= y <= c.reward_high else (c.reward_low if y < c.reward_low else c.reward_high)
+        self._kept.add_user(arm if self._n_models > 1 else 0, x, y)
+        self._t += 1
+        self._published(self._kept_release())
+
+    def _kept_release(self) -> FLIPHATRelease:
+        """Noise off, every user kept: each model refitted on all its users, warm-started at the last release."""
+        a = self._agent
+        theta, counts = self._kept.refit(self._release.theta, a.niht_config,
+                                         a.min_count if a.structure == "disjoint" else None)
+        return FLIPHATRelease(theta, counts, self.n_releases + 1)
 
     def _fit(self, gradient, n_tilde: float) -> np.ndarray:
         a = self._agent
@@ -161,8 +178,6 @@ class FLIPHATCurator(EpisodicCurator):
         """Per model, the summed gradient as a function of theta and the true count of users (the episode's last
         rows are absorbed first)."""
         self._absorb(X, arms, rewards)
-        if self._kept is not None:
-            return [self._kept.gradient(m) for m in range(self._n_models)], self._kept.counts
         if self._rows is not None:  # streamed from disk at every evaluation, until the episode is forgotten
             link = self._agent.link
             return [self._rows.gradient(m, link) for m in range(self._n_models)], self._rows.counts.copy()
@@ -172,11 +187,14 @@ class FLIPHATCurator(EpisodicCurator):
         return [lambda theta, G=G, b=b: G @ theta - b for G, b in zip(gram, moment)], counts
 
     def _publish(self, X: np.ndarray, arms: np.ndarray, rewards: np.ndarray) -> FLIPHATRelease:
+        if self._kept is not None:
+            self._absorb(X, arms, rewards)
+            return self._kept_release()
         a = self._agent
         gradients, true_counts = self._gradients(X, arms, rewards)
         counts = None
         if a.structure == "shared":
-            theta = np.array(self._fit_model(gradients[0], float(true_counts[0]), 0))
+            theta = np.array(self._fit(gradients[0], float(true_counts[0])))
         else:
             counts = true_counts.astype(float)
             if not a.budget.noise_off:
@@ -184,7 +202,7 @@ class FLIPHATCurator(EpisodicCurator):
             theta = np.zeros((a.n_arms, a.dim))
             for arm in range(a.n_arms):
                 if counts[arm] >= a.min_count:
-                    theta[arm] = self._fit_model(gradients[arm], float(counts[arm]), arm)
+                    theta[arm] = self._fit(gradients[arm], float(counts[arm]))
             counts.setflags(write=False)
         if self._rows is not None:
             self._rows.clear()  # forget the episode's rows (the files are closed and freed)
@@ -389,6 +407,11 @@ class FLIPHAT(PrivateAgent):
     def action_rule(release: FLIPHATRelease, observation: np.ndarray, rng: np.random.Generator) -> int:
         """Greedy ``argmax_a x_a^T theta_a`` (disjoint) or ``x_a^T theta`` (shared); ties at random with ``rng``."""
         return argmax_random_tie(greedy_scores(release.theta, observation), rng)
+
+    def play_block(self, block: RoundBlock) -> np.ndarray:
+        """The block's rounds (:mod:`~dpbandit.agents.episodic_blocks`): the arms, releases and draws of ``act`` /
+        ``update``; with the noise off and a release after every user, a refit per user (``observe_kept``)."""
+        return play_episodic_block(self, block, block_scores)
 
     def __repr__(self) -> str:
         return (f"FLIPHAT(K={self.n_arms}, d={self.dim}, {self.structure}, epsilon={self.epsilon:g}, "

@@ -34,6 +34,8 @@ from scipy.linalg import blas
 
 from dpbandit.agents.episode_rows import EpisodeRows
 from dpbandit.agents.episode_schedule import EpisodeSchedule
+from dpbandit.optim.niht import NIHTConfig, iht_steps
+from dpbandit.optim.niht_kernels import add_user, iht_quadratic
 from dpbandit.validation import check_choice, check_int
 
 __all__ = ["LOGISTIC_SCALE", "KeptUsers", "kept_users_note", "noise_off_schedule", "resolve_forget"]
@@ -125,9 +127,40 @@ class KeptUsers:
         self._moment[m] += X.T @ y
         self._counts[m] += X.shape[0]
 
-    def gradient(self, m: int):
-        """``theta -> sum_i x_i (mu(x_i^T theta) - y_i)`` (d,) over every user of model ``m`` so far."""
+    def add_user(self, m: int, x: np.ndarray, y: float) -> None:
+        """:meth:`absorb` of one user of model ``m``: row ``x`` (d,) contiguous, clipped reward ``y`` (identity link:
+        :func:`~dpbandit.optim.niht_kernels.add_user`, the same BLAS ``dsyrk`` and products, the same bits)."""
         if self._rows is not None:
-            return self._rows.gradient(m, self.link)
-        G, b = self._gram[m].T, self._moment[m]
-        return lambda theta: blas.dsymv(1.0, G, theta, lower=0) - b
+            self._rows.append(x[None], None if self.n_models == 1 else np.array([m]), np.array([y]))
+            return
+        add_user(self._gram[m].T, self._moment[m], x, y)
+        self._counts[m] += 1
+
+    def refit(self, previous: np.ndarray, config: NIHTConfig, min_count: float | None
+              ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Every model's :meth:`fit` on all its users so far, warm-started at ``previous`` ((d,) for one model, else
+        (M, d)); a model with fewer than ``min_count`` users keeps 0 (``None``: every model is fitted). Returns theta
+        of ``previous``'s shape and, with ``min_count``, the counts (M,) float, both read-only (else None)."""
+        counts, start = self.counts.astype(float), previous.reshape(self.n_models, -1)
+        theta = np.zeros((self.n_models, self.dim))
+        for m in range(self.n_models):
+            if min_count is None or counts[m] >= min_count:
+                theta[m] = self.fit(m, start[m], float(counts[m]), config)
+        theta = theta.reshape(previous.shape)
+        theta.setflags(write=False)
+        if min_count is None:
+            return theta, None
+        counts.setflags(write=False)
+        return theta, counts
+
+    def fit(self, m: int, start: np.ndarray, n_tilde: float, config: NIHTConfig) -> np.ndarray:
+        """N-IHT with the noise off (``config``'s M steps, exact top-s) on every user of model ``m`` so far, from
+        ``start`` (d,): :func:`~dpbandit.optim.niht.iht_steps` on the gradient ``sum_i x_i (mu(x_i^T theta) - y_i)``;
+        for the identity link its compiled form on the sums (:func:`~dpbandit.optim.niht_kernels.iht_quadratic`,
+        the same bits). Returns theta (d,), read-only."""
+        if self._rows is not None:
+            return iht_steps(self._rows.gradient(m, self.link), start, n_tilde, config)
+        theta = iht_quadratic(self._gram[m].T, self._moment[m], start, config.step / n_tilde, config.sparsity,
+                              config.radius, config.iterations)
+        theta.setflags(write=False)
+        return theta

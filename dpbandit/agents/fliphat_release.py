@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
 from dpbandit.agents.private import require_finite_theta_bound
 from dpbandit.envs.constants import BanditConstants
 
-__all__ = ["FLIPHATRelease", "default_radius", "greedy_scores"]
+__all__ = ["FLIPHATRelease", "block_scores", "default_radius", "greedy_scores"]
 
 
 def default_radius(constants: BanditConstants) -> float:
@@ -26,6 +27,14 @@ def default_radius(constants: BanditConstants) -> float:
     bound = require_finite_theta_bound(constants, "fliphat", "the l1 projection radius C of N-IHT", "radius=C")
     factor = {"l1": 1.0, "l2": math.sqrt(constants.sparsity), "linf": float(constants.sparsity)}[constants.theta_norm]
     return bound * factor
+
+
+def block_scores(release: FLIPHATRelease, X: np.ndarray) -> np.ndarray:
+    """The greedy scores of one release on rows ``X`` (..., K, d) with leading round axes -> (..., K): each round's
+    bit for bit :func:`greedy_scores` of its own (K, d) rows (a disjoint theta is broadcast over the rounds, so the
+    same einsum runs; a shared theta is one stacked matrix-vector product)."""
+    theta = release.theta
+    return greedy_scores(np.broadcast_to(theta, X.shape) if 2 == theta.ndim < X.ndim else theta, X)
 
 
 def greedy_scores(theta: np.ndarray, observation: np.ndarray) -> np.ndarray:
@@ -48,3 +57,6 @@ class FLIPHATRelease:
     theta: np.ndarray
     counts: np.ndarray | None
     releases: int
+    #: Rows are scored as they are (FLIPHAT checks contexts against x_max, it does not clip them): what the block
+    #: path (:mod:`dpbandit.agents.episodic_blocks`) reads.
+    row_clip: ClassVar[float] = math.inf

@@ -1,4 +1,4 @@
-"""Episodic ridge and episodic GLM by blocks of rounds (issue 25, ``dpbandit/agents/episodic_blocks.py``): every
+"""Episodic ridge, episodic GLM and FLIPHAT by blocks of rounds (issue 25, ``dpbandit/agents/episodic_blocks.py``): every
 number equals the step path's, bit for bit, and the identities the runs rest on hold."""
 
 import pickle
@@ -11,6 +11,7 @@ from dpbandit.agents import episodic_blocks, make_agent
 from dpbandit.agents.base import plays_blocks
 from dpbandit.agents.episode_sums import EpisodeSums
 from dpbandit.agents.episodic_ridge_calibration import clip_rows
+from dpbandit.agents.fliphat_release import FLIPHATRelease, block_scores, greedy_scores
 from dpbandit.agents.floored_ridge import FlooredRidge
 from dpbandit.agents.release_combination import pool_gram, pooled_shares
 from dpbandit.agents.release_rules import ridge_scores
@@ -42,19 +43,30 @@ CASES = [  # (environment, agent, its parameters, whether runs play rounds at on
     ({"structure": "disjoint", "n_arms": 2, "dim": 6, "link": "logistic", **LINF}, "episodic_glm", {"epsilon": 1.0},
      True),
     ({"structure": "shared", "n_arms": 3, "dim": 6, "link": "probit"}, "episodic_glm", {"epsilon": INF}, False),
+    ({"structure": "shared", "n_arms": 2, "dim": 6}, "fliphat", {"epsilon": 1.0}, True),
+    ({"structure": "disjoint", "n_arms": 3, "dim": 6, **LINF}, "fliphat", {"epsilon": 4.0, "min_count": 5.0}, True),
+    ({"structure": "disjoint", "n_arms": 2, "dim": 8}, "fliphat", {"epsilon": 2.0, "selection": "gumbel",
+                                                                   "iterations": 2}, True),
+    ({"structure": "disjoint", "n_arms": 3, "dim": 9}, "fliphat", {"epsilon": INF}, True),  # a refit per user
+    ({"structure": "shared", "n_arms": 2, "dim": 7, **LINF}, "fliphat", {"epsilon": INF, "iterations": 3}, True),
+    ({"structure": "shared", "n_arms": 2, "dim": 6}, "fliphat", {"epsilon": INF, "first_episode": 5}, True),
+    ({"structure": "disjoint", "n_arms": 2, "dim": 6}, "fliphat", {"epsilon": INF, "forget": True}, True),
+    ({"structure": "disjoint", "n_arms": 2, "dim": 6, "link": "logistic"}, "fliphat", {"epsilon": INF}, True),
 ]
 
 
 def _state(agent):
     """What must agree after a run: the release, the curator's counts and buffers, both streams."""
     cur, rel = agent.curator, agent.release
-    return (rel.theta, getattr(rel, "gram", None), cur.t, cur.n_releases, cur.n_buffered, cur._X[: cur.n_buffered],
-            cur._rewards[: cur.n_buffered], cur.rng.bit_generator.state, agent.rng.bit_generator.state)
+    return (rel.theta, getattr(rel, "gram", None), getattr(rel, "episode", getattr(rel, "releases", None)),
+            getattr(rel, "counts", None), cur.t, cur.n_releases, cur.n_buffered, cur._X[: cur.n_buffered],
+            cur._rewards[: cur.n_buffered], getattr(cur, "rng", getattr(cur, "_rng", None)).bit_generator.state,
+            agent.rng.bit_generator.state)
 
 
 def _same(a, b):
     for x, y in zip(_state(a), _state(b)):
-        if isinstance(x, np.ndarray):
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
             assert x.tobytes() == y.tobytes()
         else:
             assert x == y
@@ -98,7 +110,7 @@ def test_own_data_blocks_give_the_step_paths_numbers(monkeypatch):
     assert any(runs)
 
 
-@pytest.mark.parametrize("name", ["episodic_ridge", "episodic_glm"])
+@pytest.mark.parametrize("name", ["episodic_ridge", "episodic_glm", "fliphat"])
 def test_lockstep_units_give_each_seeds_single_frame(name):
     env = EnvSpec("dpbandit/SparseLogistic-v0", {"horizon": 1200, "dim": 12})
     frames = simulate_batch(env, AgentSpec(name, params={"epsilon": 2.0}), [4, 5, 6], checkpoints=13)
@@ -183,6 +195,19 @@ def test_the_runs_clips_and_scores_are_each_rounds(K, d, disjoint):
                 assert scores[i].tobytes() == ridge_scores(theta, v_inv, alpha, not disjoint, one).tobytes()
                 plain = ridge_scores(theta, v_inv, alpha, not disjoint, X[i])
                 assert ridge_scores(theta, v_inv, alpha, not disjoint, X)[i].tobytes() == plain.tobytes()
+
+
+@pytest.mark.parametrize("K, d", [(1, 1), (2, 3), (3, 7), (2, 50), (2, 1000)])
+@pytest.mark.parametrize("disjoint", [False, True])
+def test_fliphats_block_scores_are_each_rounds(K, d, disjoint):
+    """FLIPHAT's greedy scores of a run's rows (m, K, d) equal each round's on its (K, d) rows, bit for bit."""
+    gen = np.random.default_rng(d)
+    obs = gen.normal(size=(41, K, d))
+    release = FLIPHATRelease(gen.normal(size=(K, d) if disjoint else d), None, 1)
+    scores = block_scores(release, obs)
+    for i in range(len(obs)):
+        assert scores[i].tobytes() == greedy_scores(release.theta, obs[i]).tobytes()
+        assert block_scores(release, obs[i]).tobytes() == scores[i].tobytes()
 
 
 def test_observe_rows_is_observe_of_each_row():
