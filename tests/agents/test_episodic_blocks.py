@@ -52,6 +52,8 @@ CASES = [  # (environment, agent, its parameters, whether runs play rounds at on
     ({"structure": "shared", "n_arms": 2, "dim": 6}, "fliphat", {"epsilon": INF, "first_episode": 5}, True),
     ({"structure": "disjoint", "n_arms": 2, "dim": 6}, "fliphat", {"epsilon": INF, "forget": True}, True),
     ({"structure": "disjoint", "n_arms": 2, "dim": 6, "link": "logistic"}, "fliphat", {"epsilon": INF}, True),
+    ({"structure": "shared", "n_arms": 2, "dim": 6}, "fliphat", {"epsilon": 1.0, "published_setting_not_private": True},
+     True),  # (warns: not private)
 ]
 
 
@@ -85,6 +87,7 @@ def _count_runs(monkeypatch) -> list:
     return runs
 
 
+@pytest.mark.filterwarnings("ignore::dpbandit.optim.gg_calibration.PublishedSettingWarning")
 @pytest.mark.parametrize("env_kwargs, name, params, vectorised", CASES, ids=lambda c: str(c))
 def test_blocks_give_the_step_paths_numbers_bit_for_bit(env_kwargs, name, params, vectorised, monkeypatch):
     runs = _count_runs(monkeypatch)
