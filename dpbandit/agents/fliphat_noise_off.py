@@ -128,12 +128,12 @@ class KeptUsers:
         self._counts[m] += X.shape[0]
 
     def add_user(self, m: int, x: np.ndarray, y: float) -> None:
-        """:meth:`absorb` of one user of model ``m``: row ``x`` (d,) contiguous, clipped reward ``y`` (identity link:
+        """:meth:`absorb` of one user of model ``m``: row ``x`` (d,) float64, clipped reward ``y`` (identity link:
         :func:`~dpbandit.optim.niht_kernels.add_user`, the same BLAS ``dsyrk`` and products, the same bits)."""
         if self._rows is not None:
             self._rows.append(x[None], None if self.n_models == 1 else np.array([m]), np.array([y]))
             return
-        add_user(self._gram[m].T, self._moment[m], x, y)
+        add_user(self._gram[m].T, self._moment[m], np.ascontiguousarray(x), y)
         self._counts[m] += 1
 
     def refit(self, previous: np.ndarray, config: NIHTConfig, min_count: float | None

@@ -50,3 +50,19 @@ def test_numpy_sum_is_numpys_pairwise_sum(n):
     """The inside test of the l1 projection sums as numpy does (pairwise, blocks of 128, eight partial sums)."""
     a = np.abs(np.random.default_rng(n).standard_normal(n)) * 10.0 ** np.random.default_rng(n + 1).uniform(-8, 8, n)
     assert _numpy_sum(a) == a.sum()
+
+
+def test_a_user_added_one_by_one_is_absorbed_bit_for_bit():
+    """KeptUsers.add_user (the block path's, compiled dsyrk) gives absorb's sums (scipy's dsyrk wrapper and X.T @ y),
+    also for a row that is a strided view (an own-data table's column slice)."""
+    from dpbandit.agents.fliphat_noise_off import KeptUsers
+
+    gen = np.random.default_rng(3)
+    one, rows = KeptUsers(2, 9, "identity"), KeptUsers(2, 9, "identity")
+    table = gen.uniform(-1, 1, (40, 18))
+    for i in range(40):
+        x, m, y = table[i, ::2], i % 2, float(gen.normal())
+        one.add_user(m, x, y)
+        rows.absorb(np.ascontiguousarray(x)[None], np.array([m]), np.array([y]))
+    assert one._gram.tobytes() == rows._gram.tobytes() and one._moment.tobytes() == rows._moment.tobytes()
+    assert one.counts.tolist() == rows.counts.tolist() == [20, 20]
