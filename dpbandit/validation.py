@@ -54,7 +54,7 @@ def check_real(
     Raises ``TypeError`` for non-numbers (booleans included) and ``ValueError`` for NaN, infinities (unless
     ``allow_inf``) and values outside ``[low, high]`` (bounds exclusive where requested).
     """
-    if _is_bool(value) or not isinstance(value, numbers.Real):
+    if type(value) is not float and (_is_bool(value) or not isinstance(value, numbers.Real)):
         raise TypeError(f"{name} must be a real number, got {value!r} of type {type(value).__name__}")
     x = float(value)
     if math.isnan(x):
@@ -85,9 +85,12 @@ def _range_text(low, high, low_inclusive, high_inclusive) -> str:
 
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as an ``int`` after checking it is an integer (not a bool, not a float) in ``[low, high]``."""
-    if _is_bool(value) or not isinstance(value, numbers.Integral):
+    if type(value) is int:  # the common case first (a bool's type is bool): no ABC checks in per-round code
+        n = value
+    elif _is_bool(value) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r} of type {type(value).__name__}")
-    n = int(value)
+    else:
+        n = int(value)
     if (low is not None and n < low) or (high is not None and n > high):
         if low is not None and high is not None:
             rng = f"in [{low}, {high}]"

@@ -29,13 +29,15 @@ work over a run, a release at most ``sqrt(2/s)`` of the data stale.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.linalg import blas
 
 from dpbandit.agents.episode_rows import EpisodeRows
 from dpbandit.agents.episode_schedule import EpisodeSchedule
 from dpbandit.optim.niht import NIHTConfig, iht_steps
-from dpbandit.optim.niht_kernels import add_user, iht_quadratic
+from dpbandit.optim.niht_kernels import add_user, refit_quadratic
 from dpbandit.validation import check_choice, check_int
 
 __all__ = ["LOGISTIC_SCALE", "KeptUsers", "kept_users_note", "noise_off_schedule", "resolve_forget"]
@@ -138,29 +140,25 @@ class KeptUsers:
 
     def refit(self, previous: np.ndarray, config: NIHTConfig, min_count: float | None
               ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Every model's :meth:`fit` on all its users so far, warm-started at ``previous`` ((d,) for one model, else
-        (M, d)); a model with fewer than ``min_count`` users keeps 0 (``None``: every model is fitted). Returns theta
-        of ``previous``'s shape and, with ``min_count``, the counts (M,) float, both read-only (else None)."""
+        """N-IHT with the noise off (``config``'s M steps, exact top-s) for every model on all its users so far,
+        warm-started at ``previous`` ((d,) for one model, else (M, d)); a model with fewer than ``min_count`` users
+        keeps 0 (``None``: every model is fitted). The fit is :func:`~dpbandit.optim.niht.iht_steps` on the gradient
+        ``sum_i x_i (mu(x_i^T theta) - y_i)``: for the identity link its compiled form on the sums, every model in
+        one call (:func:`~dpbandit.optim.niht_kernels.refit_quadratic`, the same bits); for the logistic link on the
+        rows streamed from disk. Returns theta of ``previous``'s shape and, with ``min_count``, the counts (M,)
+        float, both read-only (else None)."""
         counts, start = self.counts.astype(float), previous.reshape(self.n_models, -1)
         theta = np.zeros((self.n_models, self.dim))
-        for m in range(self.n_models):
-            if min_count is None or counts[m] >= min_count:
-                theta[m] = self.fit(m, start[m], float(counts[m]), config)
+        if self._rows is None:
+            refit_quadratic(self._gram, self._moment, self._counts, start, -math.inf if min_count is None
+                            else min_count, config.step, config.sparsity, config.radius, config.iterations, theta)
+        else:
+            for m in range(self.n_models):
+                if min_count is None or counts[m] >= min_count:
+                    theta[m] = iht_steps(self._rows.gradient(m, self.link), start[m], float(counts[m]), config)
         theta = theta.reshape(previous.shape)
         theta.setflags(write=False)
         if min_count is None:
             return theta, None
         counts.setflags(write=False)
         return theta, counts
-
-    def fit(self, m: int, start: np.ndarray, n_tilde: float, config: NIHTConfig) -> np.ndarray:
-        """N-IHT with the noise off (``config``'s M steps, exact top-s) on every user of model ``m`` so far, from
-        ``start`` (d,): :func:`~dpbandit.optim.niht.iht_steps` on the gradient ``sum_i x_i (mu(x_i^T theta) - y_i)``;
-        for the identity link its compiled form on the sums (:func:`~dpbandit.optim.niht_kernels.iht_quadratic`,
-        the same bits). Returns theta (d,), read-only."""
-        if self._rows is not None:
-            return iht_steps(self._rows.gradient(m, self.link), start, n_tilde, config)
-        theta = iht_quadratic(self._gram[m].T, self._moment[m], start, config.step / n_tilde, config.sparsity,
-                              config.radius, config.iterations)
-        theta.setflags(write=False)
-        return theta

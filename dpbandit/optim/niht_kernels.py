@@ -29,7 +29,7 @@ from numba.extending import get_cython_function_address
 
 from dpbandit.compiled import kernel
 
-__all__ = ["add_user", "iht_quadratic"]
+__all__ = ["add_user", "iht_quadratic", "refit_quadratic"]
 
 llvm.add_symbol("dpbandit_dsymv", get_cython_function_address("scipy.linalg.cython_blas", "dsymv"))
 _ptr = types.voidptr
@@ -180,3 +180,15 @@ def add_user(G, b, x, y):
            scalars[1:].ctypes, G.ctypes, ints.ctypes)
     for j in range(d):
         b[j] += x[j] * y
+
+
+@kernel
+def refit_quadratic(G, b, counts, previous, min_count, step, s, radius, iterations, theta):
+    """Every model's noise-off fit on its kept sums, in one call: ``theta[m] =`` :func:`iht_quadratic` ``(G[m].T,
+    b[m], previous[m], step / counts[m], s, radius, iterations)`` for each model m with ``counts[m] >= min_count``
+    (the others are left as they are: zeros from the caller). ``G`` (M, d, d) C-ordered, each block's transpose the
+    F-ordered sum whose upper triangle is set; ``b``, ``previous``, ``theta`` (M, d); ``counts`` (M,) int."""
+    for m in range(G.shape[0]):
+        n = float(counts[m])
+        if n >= min_count:
+            theta[m] = iht_quadratic(G[m].T, b[m], previous[m], step / n, s, radius, iterations)

@@ -66,3 +66,26 @@ def test_a_user_added_one_by_one_is_absorbed_bit_for_bit():
         rows.absorb(np.ascontiguousarray(x)[None], np.array([m]), np.array([y]))
     assert one._gram.tobytes() == rows._gram.tobytes() and one._moment.tobytes() == rows._moment.tobytes()
     assert one.counts.tolist() == rows.counts.tolist() == [20, 20]
+
+
+@pytest.mark.parametrize("min_count", [-np.inf, 15.0])
+def test_refit_quadratic_is_iht_steps_per_model(min_count):
+    """All models of kept sums refitted in one call: each model's iht_steps from its own start and count, bit for
+    bit; a model under min_count keeps the caller's zeros."""
+    from dpbandit.agents.fliphat_noise_off import KeptUsers
+
+    gen = np.random.default_rng(8)
+    kept, d = KeptUsers(3, 11, "identity"), 11
+    models = np.array([0] * 30 + [1] * 12 + [2] * 25)
+    X = gen.uniform(-1, 1, (len(models), d))
+    kept.absorb(X, models, X[:, 0] - X[:, 2] + gen.normal(0, 0.1, len(models)))
+    c = NIHTConfig(sparsity=3, step=0.8, iterations=2, radius=1.5, x_max=1.0, reward_low=-3.0, reward_high=3.0,
+                   link="identity")
+    previous = gen.uniform(-0.1, 0.1, (3, d))
+    theta, counts = kept.refit(previous, c, None if np.isinf(min_count) else min_count)
+    assert (counts is None) == np.isinf(min_count) and not theta.flags.writeable
+    for m, n in enumerate([30, 12, 25]):
+        G, b = kept._gram[m].T, kept._moment[m]
+        want = (iht_steps(lambda t, G=G, b=b: blas.dsymv(1.0, G, t, lower=0) - b, previous[m], float(n), c)
+                if n >= min_count else np.zeros(d))
+        assert theta[m].tobytes() == want.tobytes()
