@@ -20,8 +20,8 @@ ledger). What runs batched, per round:
   curator then counts its user (:meth:`EpisodicCurator.served_together`), which absorbs a full chunk of every seed
   into that seed's sums, and at an episode's end runs every seed's own release.
 
-On environments that hand out blocks, ``simulate_batch`` plays episodic ridge and episodic GLM by blocks instead,
-seed after seed (:meth:`~dpbandit.agents.episodic_ridge.EpisodicRidge.play_block`: the same frames).
+On environments that hand out blocks, ``simulate_batch`` plays FLIPHAT, episodic ridge and episodic GLM by blocks
+instead, seed after seed (:mod:`~dpbandit.agents.episodic_blocks`: the same frames); this form serves the others.
 
 Per seed, once per episode: the release (noise from the seed's privacy stream; the ledger is the single-seed one)
 and the re-stacking of the released parameters.
