@@ -13,7 +13,9 @@ environment), timed before and after the sweep (median of 3 each); ``env_loop_fl
 n_jobs and ``ratio_to_env_loop_floor`` = sweep seconds / floor, the machine-independent figure. Per agent (summed
 over epsilons), the seconds its jobs took (a lockstep unit's time shared equally by its seeds). ``"cpu"`` holds the
 same figures in CPU seconds (``_bench.py``), summed over this process and its workers: there the floor is jobs x env
-loop (no division by the workers), and the ratio is the frontier's total work over the floor's.
+loop (no division by the workers), and the ratio is the frontier's total work over the floor's; the process clock
+counts the workers only once they have exited, so ``jobs_ratio_to_env_loop_floor`` (on both clocks) gives the ratio
+from every job's own time (resumed jobs included): the figure to read after a sweep run with ``--out`` or resumed.
 
 Issue 25's target for T = 10^6: every private agent other than DP-UCB at most half of its share of the job-seconds
 at the issue's filing (commit 239094a, T = 10^5). ``share_of_job_seconds`` gives each agent's share (references
@@ -100,8 +102,10 @@ def main() -> None:
         "meets_30_minutes": seconds.wall <= 1800,
         "job_seconds_by_agent": by_agent["wall"].round(1).to_dict(),
         "share_of_job_seconds": shares["wall"],
+        "jobs_ratio_to_env_loop_floor": jobs_ratio(by_agent["wall"], wall, jobs, args.horizon),
         "cpu": {**cpu, "job_seconds_by_agent": by_agent["cpu"].round(1).to_dict(),
-                "share_of_job_seconds": shares["cpu"]},
+                "share_of_job_seconds": shares["cpu"],
+                "jobs_ratio_to_env_loop_floor": jobs_ratio(by_agent["cpu"], cpu, jobs, args.horizon)},
         "issue_25": {**half_shares(shares, fc.agents, args.baseline),
                      "cost_over_baseline": cost_over_baseline(by_agent["cpu"], cpu["env_loop_us_per_round"],
                                                               args.horizon, args.baseline)},
@@ -160,6 +164,11 @@ def cost_over_baseline(cpu_by_agent: pd.Series, env_loop_us: float, horizon: int
 
     return {a: round(in_loops(s, env_loop_us, horizon) / in_loops(then[a], then_loop, then_horizon), 3)
             for a, s in cpu_by_agent.items() if then.get(a)}
+
+
+def jobs_ratio(job_seconds: pd.Series, clock: dict, jobs: int, horizon: int) -> float:
+    """Every job's own seconds summed (resumed jobs included) over the floor of as many environment loops."""
+    return round(float(job_seconds.sum()) / (jobs * clock["env_loop_us_per_round"] * 1e-6 * horizon), 2)
 
 
 def figures(seconds: float, env_loop: float, floor_loops: float, horizon: int) -> dict:
