@@ -57,7 +57,8 @@ from dpbandit.agents.episode_sums import CHUNK_ROWS, EpisodeSums
 from dpbandit.agents.episodic import EpisodeSchedule, EpisodicBudget, EpisodicCurator
 from dpbandit.agents.episodic_blocks import play_episodic_block
 from dpbandit.agents.fliphat_release import FLIPHATRelease, block_scores, default_radius, greedy_scores
-from dpbandit.agents.fliphat_noise_off import KeptUsers, kept_users_note, noise_off_schedule, resolve_forget
+from dpbandit.agents.fliphat_noise_off import (KeptUsers, KeptUsersCurator, kept_users_note, noise_off_schedule,
+                                               resolve_forget)
 from dpbandit.agents.private import PrivateAgent, RewardClip, reward_clip_range
 from dpbandit.envs.blocks import RoundBlock
 from dpbandit.envs.constants import BanditConstants
@@ -70,7 +71,7 @@ from dpbandit.validation import check_choice, check_int, check_real
 __all__ = ["FLIPHAT", "FLIPHATCurator", "FLIPHATRelease", "default_radius", "greedy_scores"]
 
 
-class FLIPHATCurator(EpisodicCurator):
+class FLIPHATCurator(KeptUsersCurator, EpisodicCurator):
     """FLIPHAT's data-touching half: one N-IHT fit (shared) or K fits with noisy counts (disjoint) per episode.
 
     What it keeps of an episode (``docs/episodic-agents.md`` §2.11): with M = 1 iteration (the default), either link,
@@ -127,28 +128,6 @@ class FLIPHATCurator(EpisodicCurator):
             R = self._published_clip()
             return np.clip(y, -R, R)
         return y
-
-    @property
-    def keeps_users_one_by_one(self) -> bool:
-        """Noise off, identity link, a release after every user (its default schedule): :meth:`observe_kept` may
-        serve (:mod:`dpbandit.agents.episodic_blocks`)."""
-        return self._kept is not None and self._kept.link == "identity" and self.schedule.max_length == 1
-
-    def observe_kept(self, x: np.ndarray, arm: int, reward: float) -> None:
-        """:meth:`observe` of a user whose row x (d,) and reward passed its checks (``observe_rows``'), when
-        :attr:`keeps_users_one_by_one`: the same clips, sums and refit, without the buffer."""
-        y, c = self.clip.clip(reward), self._agent.niht_config  # then _fit_rewards' np.clip, on one float
-        y = y if c.reward_low <= y <= c.reward_high else (c.reward_low if y < c.reward_low else c.reward_high)
-        self._kept.add_user(arm if self._n_models > 1 else 0, x, y)
-        self._t += 1
-        self._published(self._kept_release())
-
-    def _kept_release(self) -> FLIPHATRelease:
-        """Noise off, every user kept: each model refitted on all its users, warm-started at the last release."""
-        a = self._agent
-        theta, counts = self._kept.refit(self._release.theta, a.niht_config,
-                                         a.min_count if a.structure == "disjoint" else None)
-        return FLIPHATRelease(theta, counts, self.n_releases + 1)
 
     def _fit(self, gradient, n_tilde: float) -> np.ndarray:
         a = self._agent

@@ -36,11 +36,12 @@ from scipy.linalg import blas
 
 from dpbandit.agents.episode_rows import EpisodeRows
 from dpbandit.agents.episode_schedule import EpisodeSchedule
+from dpbandit.agents.fliphat_release import FLIPHATRelease
 from dpbandit.optim.niht import NIHTConfig, iht_steps
 from dpbandit.optim.niht_kernels import add_user, refit_quadratic
 from dpbandit.validation import check_choice, check_int
 
-__all__ = ["LOGISTIC_SCALE", "KeptUsers", "kept_users_note", "noise_off_schedule", "resolve_forget"]
+__all__ = ["LOGISTIC_SCALE", "KeptUsers", "KeptUsersCurator", "kept_users_note", "noise_off_schedule", "resolve_forget"]
 
 #: n* of the noise-off logistic schedule: an episode that starts after s users has ceil(sqrt(2 s)) users.
 LOGISTIC_SCALE = 1.0
@@ -162,3 +163,31 @@ class KeptUsers:
             return theta, None
         counts.setflags(write=False)
         return theta, counts
+
+
+class KeptUsersCurator:
+    """The noise-off half of FLIPHAT's curator (:class:`~dpbandit.agents.fliphat.FLIPHATCurator` mixes it in; its
+    ``_kept`` is a :class:`KeptUsers` when the curator keeps every user, else None): one user at a time by blocks of
+    rounds, and the release refitted on every user so far."""
+
+    @property
+    def keeps_users_one_by_one(self) -> bool:
+        """Noise off, identity link, a release after every user (its default schedule): :meth:`observe_kept` may
+        serve (:mod:`dpbandit.agents.episodic_blocks`)."""
+        return self._kept is not None and self._kept.link == "identity" and self.schedule.max_length == 1
+
+    def observe_kept(self, x: np.ndarray, arm: int, reward: float) -> None:
+        """:meth:`observe` of a user whose row x (d,) and reward passed its checks (``observe_rows``'), when
+        :attr:`keeps_users_one_by_one`: the same clips, sums and refit, without the buffer."""
+        y, c = self.clip.clip(reward), self._agent.niht_config  # then _fit_rewards' np.clip, on one float
+        y = y if c.reward_low <= y <= c.reward_high else (c.reward_low if y < c.reward_low else c.reward_high)
+        self._kept.add_user(arm if self._n_models > 1 else 0, x, y)
+        self._t += 1
+        self._published(self._kept_release())
+
+    def _kept_release(self) -> FLIPHATRelease:
+        """Noise off, every user kept: each model refitted on all its users, warm-started at the last release."""
+        a = self._agent
+        theta, counts = self._kept.refit(self._release.theta, a.niht_config,
+                                         a.min_count if a.structure == "disjoint" else None)
+        return FLIPHATRelease(theta, counts, self.n_releases + 1)
