@@ -134,7 +134,7 @@ class KeptUsers:
         """:meth:`absorb` of one user of model ``m``: row ``x`` (d,) float64, clipped reward ``y`` (identity link:
         :func:`~dpbandit.optim.niht_kernels.add_user`, the same BLAS ``dsyrk`` and products, the same bits)."""
         if self._rows is not None:
-            self._rows.append(x[None], None if self.n_models == 1 else np.array([m]), np.array([y]))
+            self.absorb(x[None], np.array([m]), np.array([y]))
             return
         add_user(self._gram[m].T, self._moment[m], np.ascontiguousarray(x), y)
         self._counts[m] += 1
@@ -179,9 +179,9 @@ class KeptUsersCurator:
     def observe_kept(self, x: np.ndarray, arm: int, reward: float) -> None:
         """:meth:`observe` of a user whose row x (d,) and reward passed its checks (``observe_rows``'), when
         :attr:`keeps_users_one_by_one`: the same clips, sums and refit, without the buffer."""
-        y, c = self.clip.clip(reward), self._agent.niht_config  # then _fit_rewards' np.clip, on one float
-        y = y if c.reward_low <= y <= c.reward_high else (c.reward_low if y < c.reward_low else c.reward_high)
-        self._kept.add_user(arm if self._n_models > 1 else 0, x, y)
+        c = self._agent.niht_config  # _fit_rewards' np.clip to N-IHT's range on one float, as RewardClip.clip does
+        self._kept.add_user(arm if self._n_models > 1 else 0, x,
+                            min(max(self.clip.clip(reward), c.reward_low), c.reward_high))
         self._t += 1
         self._published(self._kept_release())
 

@@ -89,3 +89,19 @@ def test_refit_quadratic_is_iht_steps_per_model(min_count):
         want = (iht_steps(lambda t, G=G, b=b: blas.dsymv(1.0, G, t, lower=0) - b, previous[m], float(n), c)
                 if n >= min_count else np.zeros(d))
         assert theta[m].tobytes() == want.tobytes()
+
+
+def test_a_logistic_user_added_one_by_one_goes_to_the_rows_on_disk():
+    """KeptUsers.add_user with the logistic link writes the row as absorb does: the same gradient afterwards."""
+    from dpbandit.agents.fliphat_noise_off import KeptUsers
+
+    gen = np.random.default_rng(4)
+    one, rows = KeptUsers(2, 5, "logistic"), KeptUsers(2, 5, "logistic")
+    for i in range(12):
+        x, m, y = gen.uniform(-1, 1, 5), i % 2, float(i % 3 == 0)
+        one.add_user(m, x, y)
+        rows.absorb(x[None], np.array([m]), np.array([y]))
+    theta = gen.normal(size=5)
+    for m in (0, 1):
+        assert one._rows.gradient(m, "logistic")(theta).tobytes() == rows._rows.gradient(m, "logistic")(theta).tobytes()
+    assert one.counts.tolist() == [6, 6]
